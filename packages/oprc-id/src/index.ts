@@ -1,1 +1,22 @@
-export {};
+export { canonicalEntryKey, isCanonicalU32 } from "./entry-key.js";
+export { hashId, partitionOf } from "./hash-id.js";
+export { IdError, isIdError } from "./id-error.js";
+export { DEFAULT_MAX_ID_LENGTH, normalizeEntryKey, normalizeObjectId } from "./normalize-id.js";
+export { buildIdentity, parsePathSegment } from "./object-identity.js";
+export { isValidRecordKey, RECORD_KEY_MAX_LENGTH, validateRecordKey } from "./record-key.js";
+export {
+  compareTids,
+  createTidClock,
+  formatTid,
+  isValidTid,
+  parseTid,
+  TID_ALPHABET,
+  TID_LENGTH,
+} from "./tid.js";
+
+export type { EntryKey, EntryKeyInput } from "./entry-key.js";
+export type { IdErrorCode, IdErrorOptions } from "./id-error.js";
+export type { NormalizeOptions } from "./normalize-id.js";
+export type { IdentityInput, ObjectIdentity } from "./object-identity.js";
+export type { RecordKeyType } from "./record-key.js";
+export type { TidClock, TidClockOptions, TidParts } from "./tid.js";
