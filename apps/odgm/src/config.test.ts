@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "./config.js";
+
+function errorOf(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  it("has the specification's defaults with no variables set", () => {
+    const c = loadConfig({});
+    expect(c.http).toEqual({ host: "0.0.0.0", port: 8080 });
+    expect(c.dataDir).toBe("./data");
+    expect(c.storage).toBe("rocksdb");
+    expect(c.syncWrites).toBe(true);
+    expect(c.nodeId).toBe(1n);
+    expect(c.members).toEqual([1n]);
+    expect(c.collections).toEqual([]);
+    expect(c.features).toEqual({
+      stringIds: true,
+      stringKeys: true,
+      stringIdsWriteOnly: false,
+      granularStorage: true,
+      maxStringIdLen: 160,
+      unicodeIds: false,
+    });
+    expect(c.limits.prefetchLimit).toBe(256);
+  });
+
+  it("reads flags, numbers and the string-keys alias", () => {
+    const c = loadConfig({
+      ODGM_ENABLE_STRING_IDS: "false",
+      ODGM_ENABLE_STRING_ENTRY_KEYS: "0",
+      ODGM_STRING_IDS_WRITE_ONLY: "TRUE",
+      ODGM_MAX_STRING_ID_LEN: "64",
+      ODGM_HTTP_PORT: "0",
+      ODGM_MEMBERS: "1, 2,3",
+    });
+    expect(c.features.stringIds).toBe(false);
+    expect(c.features.stringKeys).toBe(false);
+    expect(c.features.stringIdsWriteOnly).toBe(true);
+    expect(c.features.maxStringIdLen).toBe(64);
+    expect(c.http.port).toBe(0);
+    expect(c.members).toEqual([1n, 2n, 3n]);
+  });
+
+  it("the primary name wins over the alias", () => {
+    const c = loadConfig({ ODGM_ENABLE_STRING_KEYS: "true", ODGM_ENABLE_STRING_ENTRY_KEYS: "false" });
+    expect(c.features.stringKeys).toBe(true);
+  });
+
+  it.each([
+    ["ODGM_HTTP_PORT", "80a"],
+    ["ODGM_HTTP_PORT", "70000"],
+    ["ODGM_ENABLE_STRING_IDS", "maybe"],
+    ["ODGM_ENABLE_STRING_ENTRY_KEYS", "2"],
+    ["ODGM_MAX_STRING_ID_LEN", "0"],
+    ["ODGM_NODE_ID", "-1"],
+    ["ODGM_MEMBERS", "1,,2"],
+    ["ODGM_STORAGE", "leveldb"],
+    ["ODGM_LOG_LEVEL", "loud"],
+    ["ODGM_COLLECTION", "{not json"],
+    ["ODGM_COLLECTION", '{"name":"a"}'],
+    ["ODGM_COLLECTION", '[{"name":"a","bogus":1}]'],
+    ["ODGM_COLLECTION", '[{"name":"a"},{"name":"a"}]'],
+  ])("rejects %s=%s naming the variable", (name, value) => {
+    const err = errorOf({ [name]: value });
+    expect(err.variable).toBe(name);
+    expect(err.message).toContain(name);
+  });
+
+  it("parses ODGM_COLLECTION in the seed-era JSON format", () => {
+    const c = loadConfig({
+      ODGM_COLLECTION: JSON.stringify([
+        {
+          name: "order",
+          partition_count: 2,
+          replica_count: 1,
+          shard_type: "basic",
+          invocations: { fn_routes: { echo: { url: "http://127.0.0.1:9000", stateless: true } } },
+        },
+      ]),
+    });
+    expect(c.collections).toHaveLength(1);
+    expect(c.collections[0]?.name).toBe("order");
+    expect(c.collections[0]?.partitionCount).toBe(2);
+    expect(c.collections[0]?.invocations?.fnRoutes.echo?.url).toBe("http://127.0.0.1:9000");
+  });
+});

@@ -1,0 +1,178 @@
+import { type CreateCollectionRequest, CreateCollectionRequestSchema } from "@oprc/grpc-api";
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { z } from "zod";
+
+/** Environment the configuration is read from (usually `process.env`). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Everything the service needs to start, parsed and validated from `ODGM_*` variables. */
+export interface OdgmConfig {
+  /** `ODGM_HTTP_HOST` (default `0.0.0.0`) and `ODGM_HTTP_PORT` (default 8080): gRPC and REST share it. */
+  readonly http: { readonly host: string; readonly port: number };
+  /** `ODGM_DATA_DIR` (default `./data`): where RocksDB keeps the node's data. */
+  readonly dataDir: string;
+  /** `ODGM_STORAGE` (default `rocksdb`): `memory` keeps nothing across restarts. */
+  readonly storage: "rocksdb" | "memory";
+  /** `ODGM_SYNC_WRITES` (default true): sync the WAL before acknowledging a write. */
+  readonly syncWrites: boolean;
+  /** `ODGM_NODE_ID` (default 1). */
+  readonly nodeId: bigint;
+  /** `ODGM_MEMBERS` (comma-separated node ids; default: this node alone). */
+  readonly members: readonly bigint[];
+  /** `ODGM_COLLECTION`: JSON array of CreateCollectionRequest, created at start if missing. */
+  readonly collections: readonly CreateCollectionRequest[];
+  readonly features: {
+    /** `ODGM_ENABLE_STRING_IDS` (default true). */
+    readonly stringIds: boolean;
+    /** `ODGM_ENABLE_STRING_KEYS`, alias `ODGM_ENABLE_STRING_ENTRY_KEYS` (default true). */
+    readonly stringKeys: boolean;
+    /** `ODGM_STRING_IDS_WRITE_ONLY` (default false): accept string ids but hide them from listings. */
+    readonly stringIdsWriteOnly: boolean;
+    /** `ODGM_ENABLE_GRANULAR_STORAGE` (default true): false writes numeric-id objects as legacy blobs. */
+    readonly granularStorage: boolean;
+    /** `ODGM_MAX_STRING_ID_LEN` (default 160 bytes), for ids and entry keys. */
+    readonly maxStringIdLen: number;
+    /** `ODGM_STRING_ID_UNICODE` (default false): NFC unicode ids instead of `[a-z0-9._:-]`. */
+    readonly unicodeIds: boolean;
+  };
+  readonly limits: {
+    /** `ODGM_GRANULAR_PREFETCH_LIMIT` (default 256): page size when reconstructing an object. */
+    readonly prefetchLimit: number;
+    /** `ODGM_MAX_GET_ENTRIES` (default 65536): larger objects answer Get with RESOURCE_EXHAUSTED. */
+    readonly maxGetEntries: number;
+    /** `ODGM_MAX_MESSAGE_BYTES` (default 4 MiB): request and response size limit. */
+    readonly maxMessageBytes: number;
+    /** `ODGM_INVOKE_TIMEOUT_MS` (default 30000): bound on one function invocation. */
+    readonly invokeTimeoutMs: number;
+    /** `ODGM_SHUTDOWN_TIMEOUT_MS` (default 10000): how long a graceful stop waits for in-flight work. */
+    readonly shutdownTimeoutMs: number;
+  };
+  /** `ODGM_LOG_LEVEL` (default `info`). */
+  readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** The raw environment, for packages that parse their own variables (events). */
+  readonly env: Env;
+}
+
+/** A configuration problem, naming the variable to fix. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  /** The offending variable. */
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super(`[invalid_config] ${variable}: ${message}`);
+    this.variable = variable;
+  }
+}
+
+const TRUE = new Set(["1", "true", "yes", "on"]);
+const FALSE = new Set(["0", "false", "no", "off"]);
+
+function bool(env: Env, name: string, fallback: boolean, alias?: string): boolean {
+  const used = env[name] !== undefined || alias === undefined ? name : alias;
+  const raw = env[used]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return fallback;
+  if (TRUE.has(raw)) return true;
+  if (FALSE.has(raw)) return false;
+  throw new ConfigError(used, `expected true or false, got ${JSON.stringify(env[used])}`);
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === "") return fallback;
+  const parsed = z.coerce.number().int().min(min).max(max).safeParse(/^-?\d+$/.test(raw) ? raw : NaN);
+  if (!parsed.success) {
+    throw new ConfigError(name, `expected an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return parsed.data;
+}
+
+function nodeIdOf(name: string, raw: string): bigint {
+  if (!/^\d{1,20}$/.test(raw) || BigInt(raw) === 0n || BigInt(raw) > 0xffff_ffff_ffff_ffffn) {
+    throw new ConfigError(name, `expected a node id from 1 to 2^64-1, got ${JSON.stringify(raw)}`);
+  }
+  return BigInt(raw);
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+function parseCollections(raw: string | undefined): CreateCollectionRequest[] {
+  if (raw === undefined || raw.trim() === "") return [];
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (err) {
+    throw new ConfigError("ODGM_COLLECTION", `not valid JSON (${(err as Error).message})`);
+  }
+  if (!Array.isArray(json)) {
+    throw new ConfigError("ODGM_COLLECTION", "expected a JSON array of CreateCollectionRequest");
+  }
+  const names = new Set<string>();
+  return json.map((item, i) => {
+    let req: CreateCollectionRequest;
+    try {
+      req = fromJson(CreateCollectionRequestSchema, item as JsonValue, { ignoreUnknownFields: false });
+    } catch (err) {
+      throw new ConfigError("ODGM_COLLECTION", `item ${i}: ${(err as Error).message}`);
+    }
+    if (req.name === "") throw new ConfigError("ODGM_COLLECTION", `item ${i}: name is empty`);
+    if (names.has(req.name)) {
+      throw new ConfigError("ODGM_COLLECTION", `item ${i}: duplicate collection ${req.name}`);
+    }
+    names.add(req.name);
+    if (req.partitionCount < 0 || req.partitionCount > 65_536) {
+      throw new ConfigError("ODGM_COLLECTION", `item ${i}: partition_count must be 1..65536`);
+    }
+    return req;
+  });
+}
+
+/**
+ * Reads the service configuration from `ODGM_*` variables, with the defaults of the
+ * specification. Throws {@link ConfigError} naming the variable on any invalid value.
+ *
+ * @example
+ * const config = loadConfig(process.env);
+ */
+export function loadConfig(env: Env): OdgmConfig {
+  const nodeId = env.ODGM_NODE_ID?.trim() ? nodeIdOf("ODGM_NODE_ID", env.ODGM_NODE_ID.trim()) : 1n;
+  const membersRaw = env.ODGM_MEMBERS?.trim();
+  const members = membersRaw
+    ? membersRaw.split(",").map((m) => nodeIdOf("ODGM_MEMBERS", m.trim()))
+    : [nodeId];
+  const storage = (env.ODGM_STORAGE?.trim() || "rocksdb").toLowerCase();
+  if (storage !== "rocksdb" && storage !== "memory") {
+    throw new ConfigError("ODGM_STORAGE", `expected rocksdb or memory, got ${JSON.stringify(storage)}`);
+  }
+  const logLevel = (env.ODGM_LOG_LEVEL?.trim() || "info").toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError("ODGM_LOG_LEVEL", `expected one of ${LOG_LEVELS.join(", ")}`);
+  }
+  const host = env.ODGM_HTTP_HOST?.trim() || "0.0.0.0";
+  const dataDir = env.ODGM_DATA_DIR?.trim() || "./data";
+  return {
+    http: { host, port: int(env, "ODGM_HTTP_PORT", 8080, 0, 65_535) },
+    dataDir,
+    storage,
+    syncWrites: bool(env, "ODGM_SYNC_WRITES", true),
+    nodeId,
+    members,
+    collections: parseCollections(env.ODGM_COLLECTION),
+    features: {
+      stringIds: bool(env, "ODGM_ENABLE_STRING_IDS", true),
+      stringKeys: bool(env, "ODGM_ENABLE_STRING_KEYS", true, "ODGM_ENABLE_STRING_ENTRY_KEYS"),
+      stringIdsWriteOnly: bool(env, "ODGM_STRING_IDS_WRITE_ONLY", false),
+      granularStorage: bool(env, "ODGM_ENABLE_GRANULAR_STORAGE", true),
+      maxStringIdLen: int(env, "ODGM_MAX_STRING_ID_LEN", 160, 1, 4096),
+      unicodeIds: bool(env, "ODGM_STRING_ID_UNICODE", false),
+    },
+    limits: {
+      prefetchLimit: int(env, "ODGM_GRANULAR_PREFETCH_LIMIT", 256, 1, 65_536),
+      maxGetEntries: int(env, "ODGM_MAX_GET_ENTRIES", 65_536, 1, 10_000_000),
+      maxMessageBytes: int(env, "ODGM_MAX_MESSAGE_BYTES", 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      invokeTimeoutMs: int(env, "ODGM_INVOKE_TIMEOUT_MS", 30_000, 1, 3_600_000),
+      shutdownTimeoutMs: int(env, "ODGM_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    },
+    logLevel: logLevel as OdgmConfig["logLevel"],
+    env,
+  };
+}

@@ -1,0 +1,114 @@
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { createDualProtocolServer, type DualProtocolServer } from "./dual-protocol-server.js";
+
+let server: DualProtocolServer | undefined;
+afterEach(async () => {
+  await server?.close(1_000);
+  server = undefined;
+});
+
+async function start(): Promise<DualProtocolServer> {
+  server = await createDualProtocolServer({
+    host: "127.0.0.1",
+    port: 0,
+    handler: (req, res) => {
+      res.setHeader("content-type", "text/plain");
+      res.end(`${req.httpVersion} ${req.method} ${req.url}`);
+    },
+  });
+  return server;
+}
+
+function h1Get(port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: "127.0.0.1", port, path, agent: false }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => {
+          body += c;
+        });
+        res.on("end", () => resolve(body));
+      })
+      .on("error", reject);
+  });
+}
+
+function h2Get(port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const client = http2.connect(`http://127.0.0.1:${port}`);
+    client.on("error", reject);
+    const req = client.request({ ":path": path });
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => {
+      body += c;
+    });
+    req.on("end", () => {
+      client.close();
+      resolve(body);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("dual-protocol server", () => {
+  it("serves HTTP/1.1 and prior-knowledge HTTP/2 on one port", async () => {
+    const { address } = await start();
+    expect(await h1Get(address.port, "/a")).toBe("1.1 GET /a");
+    expect(await h2Get(address.port, "/b")).toBe("2.0 GET /b");
+    expect(await h1Get(address.port, "/c")).toBe("1.1 GET /c");
+  });
+
+  it("handles a preface split across packets", async () => {
+    const { address } = await start();
+    const socket = net.connect(address.port, "127.0.0.1");
+    await new Promise((r) => socket.once("connect", r));
+    // Byte-at-a-time start of an HTTP/1.1 request that shares "P" with the preface.
+    socket.write("P");
+    await new Promise((r) => setTimeout(r, 20));
+    socket.write("OST /split HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    const reply = await new Promise<string>((resolve) => {
+      let data = "";
+      socket.on("data", (c) => {
+        data += c.toString();
+      });
+      socket.on("end", () => resolve(data));
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 200/);
+    expect(reply).toContain("1.1 POST /split");
+  });
+
+  it("answers garbage with 400 and keeps serving", async () => {
+    const { address } = await start();
+    const socket = net.connect(address.port, "127.0.0.1");
+    await new Promise((r) => socket.once("connect", r));
+    socket.write("\x00\x01\x02 not http\r\n\r\n");
+    const reply = await new Promise<string>((resolve) => {
+      let data = "";
+      socket.on("data", (c) => {
+        data += c.toString();
+      });
+      socket.on("close", () => resolve(data));
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 400/);
+    expect(await h2Get(address.port, "/ok")).toBe("2.0 GET /ok");
+  });
+
+  it("close() finishes with open idle connections", async () => {
+    const { address } = await start();
+    const client = http2.connect(`http://127.0.0.1:${address.port}`);
+    await new Promise((r) => client.once("connect", r));
+    const idle = net.connect(address.port, "127.0.0.1");
+    await new Promise((r) => idle.once("connect", r));
+    const s = server;
+    server = undefined;
+    await s?.close(500);
+    client.destroy();
+    idle.destroy();
+  });
+});

@@ -1,0 +1,134 @@
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
+import net, { type AddressInfo, type Socket } from "node:net";
+
+/** A request handler that serves both HTTP/1.1 and HTTP/2 (compatibility API) requests. */
+export type DualRequestHandler = (
+  req: IncomingMessage | Http2ServerRequest,
+  res: ServerResponse | Http2ServerResponse,
+) => void;
+
+/** Options of {@link createDualProtocolServer}. */
+export interface DualProtocolServerOptions {
+  /** Handles every request, whichever protocol it came in on. */
+  readonly handler: DualRequestHandler;
+  /** Address to bind. */
+  readonly host: string;
+  /** Port to bind; 0 picks a free one. */
+  readonly port: number;
+  /** Connections that send nothing for this long are closed. Default 60 s. */
+  readonly idleTimeoutMs?: number;
+  /** Called for socket and session errors (never thrown). */
+  readonly onError?: (err: Error) => void;
+}
+
+/** A listening server that speaks HTTP/1.1 and cleartext HTTP/2 (h2c) on one port. */
+export interface DualProtocolServer {
+  /** The bound address (port resolved when 0 was asked for). */
+  readonly address: AddressInfo;
+  /**
+   * Stops accepting, lets in-flight requests finish (HTTP/2 sessions get a GOAWAY), and
+   * destroys whatever is still open after `graceMs`.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** The HTTP/2 connection preface every prior-knowledge h2c client sends first (RFC 9113 §3.4). */
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+/**
+ * Serves HTTP/1.1 and HTTP/2 cleartext on the same port. gRPC clients speak h2c with prior
+ * knowledge, while `curl` and browsers default to HTTP/1.1, which an h2c-only server
+ * refuses; so each connection's first bytes are sniffed for the HTTP/2 preface and the
+ * socket is handed to the matching server.
+ *
+ * @example
+ * const server = await createDualProtocolServer({ host: "127.0.0.1", port: 8080, handler });
+ * await server.close();
+ */
+export async function createDualProtocolServer(
+  options: DualProtocolServerOptions,
+): Promise<DualProtocolServer> {
+  const onError = options.onError ?? (() => {});
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  const h1 = http.createServer({ keepAliveTimeout: 5_000 }, options.handler);
+  const h2 = http2.createServer({}, options.handler);
+  const sockets = new Set<Socket>();
+  /** Sockets still being sniffed: no protocol, no request, safe to drop on close. */
+  const unclaimed = new Set<Socket>();
+  const sessions = new Set<Http2Session>();
+  h2.on("session", (session: Http2Session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+    session.on("error", onError);
+  });
+  h2.on("sessionError", onError);
+  h1.on("clientError", (err: Error, socket: Socket) => {
+    onError(err);
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    else socket.destroy();
+  });
+
+  const tcp = net.createServer((socket) => {
+    sockets.add(socket);
+    unclaimed.add(socket);
+    socket.on("close", () => {
+      sockets.delete(socket);
+      unclaimed.delete(socket);
+    });
+    socket.on("error", onError);
+    socket.setTimeout(idleTimeoutMs, () => socket.destroy());
+    socket.setNoDelay(true);
+    let head = Buffer.alloc(0);
+    const sniff = (chunk: Buffer): void => {
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, PREFACE.length);
+      const maybeH2 = head.subarray(0, n).equals(PREFACE.subarray(0, n));
+      if (maybeH2 && head.length < PREFACE.length) return; // need the rest of the preface
+      socket.off("data", sniff);
+      unclaimed.delete(socket);
+      socket.pause();
+      socket.unshift(head);
+      socket.setTimeout(0);
+      if (maybeH2) {
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    };
+    socket.on("data", sniff);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    tcp.once("error", reject);
+    tcp.listen({ host: options.host, port: options.port }, () => {
+      tcp.off("error", reject);
+      resolve();
+    });
+  });
+  tcp.on("error", onError);
+  const address = tcp.address() as AddressInfo;
+
+  return {
+    address,
+    async close(graceMs = 10_000): Promise<void> {
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      for (const socket of unclaimed) socket.destroy();
+      for (const session of sessions) session.close();
+      h1.closeIdleConnections();
+      h1.close();
+      const timer = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+        for (const session of sessions) session.destroy();
+      }, graceMs);
+      timer.unref();
+      // Idle HTTP/1.1 keep-alive sockets that never got a request are closed right away.
+      const drain = setInterval(() => h1.closeIdleConnections(), 100);
+      drain.unref();
+      await closed;
+      clearInterval(drain);
+      clearTimeout(timer);
+    },
+  };
+}
