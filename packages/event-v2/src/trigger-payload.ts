@@ -1,0 +1,113 @@
+import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
+import {
+  type EventInfo,
+  EventInfoSchema,
+  type EventType,
+  type TriggerPayload,
+  TriggerPayloadSchema,
+} from "@oprc/grpc-api";
+import { isCanonicalU64 } from "./canonical-id.js";
+import type { PayloadFormat } from "./event-config.js";
+import type { ChangedKey } from "./mutation-context.js";
+
+/** Context key carrying a string entry key, for consumers older than `EventInfo.key_str`. */
+export const CONTEXT_KEY_STR = "key_str";
+/** Context key carrying the object version after the mutation (data events). */
+export const CONTEXT_OBJECT_VERSION = "object_version";
+/** Context key carrying the error message of a failed invocation (function error events). */
+export const CONTEXT_ERROR = "error";
+
+/** The object an event is about. */
+export interface EventSource {
+  /** The normalized object id; numeric ids as canonical decimal. */
+  readonly objectId: string;
+  /** The class id. */
+  readonly clsId: string;
+  /** The partition id. */
+  readonly partitionId: number;
+}
+
+/** Inputs of {@link createEventInfo}. */
+export interface EventInfoInit {
+  /** The source object. */
+  readonly source: EventSource;
+  /** The event type. */
+  readonly eventType: EventType;
+  /** Milliseconds since the Unix epoch. */
+  readonly timestampMs: number;
+  /** The changed entry (data events). */
+  readonly changed?: ChangedKey | undefined;
+  /** The function whose outcome this is (function events). */
+  readonly fnId?: string | undefined;
+  /** The object version after the mutation (data events); copied to `context["object_version"]`. */
+  readonly objectVersion?: bigint | undefined;
+  /** The error message (function error events); copied to `context["error"]`. */
+  readonly error?: string | undefined;
+}
+
+/**
+ * Builds the `EventInfo` of one event (spec §5/§6):
+ * `source_object_id` = the u64 when the id is canonical u64 decimal (else 0),
+ * `source_object_id_str` = the id, always (fixing the Rust defect that lost string ids);
+ * numeric keys set `key`, string keys set `key_str` and `context["key_str"]`.
+ */
+export function createEventInfo(init: EventInfoInit): EventInfo {
+  const { source, changed } = init;
+  const context: Record<string, string> = {};
+  const info = create(EventInfoSchema, {
+    sourceClsId: source.clsId,
+    sourcePartitionId: source.partitionId,
+    sourceObjectId: isCanonicalU64(source.objectId) ? BigInt(source.objectId) : 0n,
+    sourceObjectIdStr: source.objectId,
+    eventType: init.eventType,
+    timestamp: BigInt(Math.trunc(init.timestampMs)),
+    context,
+  });
+  if (changed !== undefined) {
+    if (changed.numeric) {
+      info.key = Number(changed.key);
+    } else {
+      info.keyStr = changed.key;
+      context[CONTEXT_KEY_STR] = changed.key;
+    }
+  }
+  if (init.fnId !== undefined) info.fnId = init.fnId;
+  if (init.objectVersion !== undefined)
+    context[CONTEXT_OBJECT_VERSION] = String(init.objectVersion);
+  if (init.error !== undefined) context[CONTEXT_ERROR] = init.error;
+  return info;
+}
+
+/**
+ * Builds a `TriggerPayload{event_info, original_payload}`.
+ *
+ * @example
+ * ```ts
+ * const payload = createTriggerPayload({
+ *   source: { objectId: "user-1", clsId: "users", partitionId: 0 },
+ *   eventType: EventType.DATA_UPDATE,
+ *   changed: { key: "email", numeric: false, action: "update" },
+ *   timestampMs: Date.now(),
+ * });
+ * const bytes = encodeTriggerPayload(payload, "protobuf");
+ * ```
+ */
+export function createTriggerPayload(
+  init: EventInfoInit & { readonly originalPayload?: Uint8Array | undefined },
+): TriggerPayload {
+  const payload = create(TriggerPayloadSchema, { eventInfo: createEventInfo(init) });
+  if (init.originalPayload !== undefined) payload.originalPayload = init.originalPayload;
+  return payload;
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * Encodes a trigger payload: `protobuf` = binary wire format (default), `json` = proto3
+ * canonical JSON as UTF-8 bytes (enum names, u64 as strings, bytes as base64).
+ */
+export function encodeTriggerPayload(payload: TriggerPayload, format: PayloadFormat): Uint8Array {
+  return format === "json"
+    ? utf8.encode(toJsonString(TriggerPayloadSchema, payload))
+    : toBinary(TriggerPayloadSchema, payload);
+}
