@@ -79,7 +79,7 @@ export async function createDualProtocolServer(
     socket.on("error", onError);
     socket.setTimeout(idleTimeoutMs, () => socket.destroy());
     socket.setNoDelay(true);
-    let head = Buffer.alloc(0);
+    let head: Buffer = Buffer.alloc(0);
     const sniff = (chunk: Buffer): void => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
       const n = Math.min(head.length, PREFACE.length);

@@ -1,0 +1,130 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/** The service's Prometheus metrics (names from spec §9 and seed 003 §12). */
+export interface OdgmMetrics {
+  readonly registry: Registry;
+  readonly entryReads: Counter<"collection">;
+  readonly entryWrites: Counter<"collection">;
+  readonly entryDeletes: Counter<"collection">;
+  readonly blobFallbackReads: Counter<"collection">;
+  readonly entryGetLatencyMs: Histogram<"collection">;
+  readonly batchSetSize: Histogram<"collection">;
+  readonly objectsConverted: Counter<"collection">;
+  readonly objectsPendingConversion: Gauge<"collection">;
+  readonly stringIdNormalizeErrors: Counter;
+  readonly stringIdLength: Histogram;
+  readonly rpcRequests: Counter<"method" | "code">;
+  readonly rpcDurationMs: Histogram<"method">;
+  readonly eventsEmitted: Counter<"collection" | "action">;
+  readonly eventTruncatedBatches: Counter<"collection">;
+  readonly eventQueueDrops: Counter<"collection">;
+  readonly eventQueueLength: Gauge<"collection" | "partition">;
+  readonly triggerFailures: Counter<"collection">;
+  readonly triggerDepthExceeded: Counter<"collection">;
+  readonly triggersFired: Counter<"collection" | "kind">;
+  readonly invocations: Counter<"kind" | "status">;
+}
+
+/**
+ * Creates the metrics in a registry of their own (so several services can share a
+ * process, as tests do), with Node's default process metrics.
+ */
+export function createOdgmMetrics(): OdgmMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const c = <L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> =>
+    new Counter({ name, help, labelNames, registers });
+  const h = <L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    buckets: number[],
+  ): Histogram<L> => new Histogram({ name, help, labelNames, buckets, registers });
+  const g = <L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> =>
+    new Gauge({ name, help, labelNames, registers });
+  const latency = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000];
+  return {
+    registry,
+    entryReads: c("odgm_entry_reads_total", "Entry reads (GetValue, ListValues items).", ["collection"]),
+    entryWrites: c("odgm_entry_writes_total", "Entries written.", ["collection"]),
+    entryDeletes: c("odgm_entry_deletes_total", "Entries deleted.", ["collection"]),
+    blobFallbackReads: c(
+      "odgm_blob_fallback_reads_total",
+      "Reads served from a legacy whole-object blob.",
+      ["collection"],
+    ),
+    entryGetLatencyMs: h(
+      "odgm_entry_get_latency_ms",
+      "GetValue latency in milliseconds.",
+      ["collection"],
+      latency,
+    ),
+    batchSetSize: h(
+      "odgm_batch_set_size",
+      "Entries set or deleted per BatchSetValues.",
+      ["collection"],
+      [1, 2, 5, 10, 20, 50, 100, 250, 500, 1000],
+    ),
+    objectsConverted: c(
+      "odgm_objects_converted_total",
+      "Legacy blobs converted to per-entry records.",
+      ["collection"],
+    ),
+    objectsPendingConversion: g(
+      "odgm_objects_pending_conversion_total",
+      "Legacy blobs not yet converted (sampled at start and by backfill).",
+      ["collection"],
+    ),
+    stringIdNormalizeErrors: c(
+      "odgm_string_id_normalize_errors_total",
+      "Requests rejected because an id or key failed normalization.",
+      [],
+    ),
+    stringIdLength: h(
+      "odgm_string_id_length",
+      "Byte length of string object ids in requests.",
+      [],
+      [4, 8, 16, 32, 64, 128, 160, 256],
+    ),
+    rpcRequests: c("odgm_rpc_requests_total", "RPCs handled, by method and status code.", [
+      "method",
+      "code",
+    ]),
+    rpcDurationMs: h("odgm_rpc_duration_ms", "RPC handling time in milliseconds.", ["method"], latency),
+    eventsEmitted: c("odgm_events_emitted_total", "Per-entry change events emitted.", [
+      "collection",
+      "action",
+    ]),
+    eventTruncatedBatches: c(
+      "odgm_events_truncated_batches_total",
+      "Mutations whose changed keys exceeded the trigger fan-out cap.",
+      ["collection"],
+    ),
+    eventQueueDrops: c(
+      "odgm_event_queue_drops_total",
+      "Events dropped because a shard's event queue was full.",
+      ["collection"],
+    ),
+    eventQueueLength: g("odgm_event_queue_length", "Events waiting in a shard's queue.", [
+      "collection",
+      "partition",
+    ]),
+    triggerFailures: c("odgm_trigger_failures_total", "Trigger invocations that failed.", [
+      "collection",
+    ]),
+    triggerDepthExceeded: c(
+      "odgm_trigger_depth_exceeded_total",
+      "Triggers not fired because the trigger depth limit was reached.",
+      ["collection"],
+    ),
+    triggersFired: c("odgm_triggers_fired_total", "Trigger invocations dispatched.", [
+      "collection",
+      "kind",
+    ]),
+    invocations: c("odgm_invocations_total", "Function invocations, by kind and status.", [
+      "kind",
+      "status",
+    ]),
+  };
+}
