@@ -5,7 +5,9 @@ import { type NormalizeOptions, normalizeEntryKey } from "./normalize-id.js";
  * An entry key in canonical form. `key` is always the storage string (numeric 42 → `"42"`);
  * a numeric key and the string in its canonical u32 decimal form are the same entry.
  */
-export type EntryKey = { kind: "numeric"; key: string; numeric: number } | { kind: "string"; key: string };
+export type EntryKey =
+  | { kind: "numeric"; key: string; numeric: number }
+  | { kind: "string"; key: string };
 
 /** Input of {@link canonicalEntryKey}: the two wire fields `key` and `key_str`. */
 export interface EntryKeyInput {
@@ -51,7 +53,10 @@ export function isCanonicalU32(s: string): boolean {
  */
 export function canonicalEntryKey(input: EntryKeyInput, options?: NormalizeOptions): EntryKey {
   const { key, keyStr } = input;
-  if (key !== undefined && (typeof key !== "number" || !Number.isInteger(key) || key < 0 || key > U32_MAX)) {
+  if (
+    key !== undefined &&
+    (typeof key !== "number" || !Number.isInteger(key) || key < 0 || key > U32_MAX)
+  ) {
     throw new IdError(
       "out_of_range",
       `numeric entry key must be an integer in 0..4294967295, got ${String(key)}`,

@@ -61,7 +61,10 @@ export class IdError extends Error {
   readonly rawMessage: string;
 
   constructor(code: IdErrorCode, message: string, options: IdErrorOptions = {}) {
-    super(`[${code}] ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      `[${code}] ${message}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.code = code;
     this.rawMessage = message;
   }

@@ -98,7 +98,10 @@ export function createTidClock(options: TidClockOptions = {}): TidClock {
 export function formatTid(parts: TidParts): string {
   const { timestampUs, clockId } = parts;
   if (typeof timestampUs !== "bigint" || timestampUs < 0n || timestampUs >= BigInt(TS_LIMIT)) {
-    throw new IdError("out_of_range", `TID timestamp must be in 0..2^53-1 µs, got ${String(timestampUs)}`);
+    throw new IdError(
+      "out_of_range",
+      `TID timestamp must be in 0..2^53-1 µs, got ${String(timestampUs)}`,
+    );
   }
   checkClockId(clockId);
   return encode(Number(timestampUs), clockId);
@@ -106,7 +109,10 @@ export function formatTid(parts: TidParts): string {
 
 function checkClockId(clockId: number): void {
   if (!Number.isInteger(clockId) || clockId < 0 || clockId > 1023) {
-    throw new IdError("out_of_range", `TID clock id must be an integer in 0..1023, got ${String(clockId)}`);
+    throw new IdError(
+      "out_of_range",
+      `TID clock id must be an integer in 0..1023, got ${String(clockId)}`,
+    );
   }
 }
 
