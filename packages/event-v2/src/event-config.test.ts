@@ -52,8 +52,9 @@ describe("eventConfigFromEnv", () => {
   });
 
   it("treats unset and blank values as the default and accepts boolean spellings", () => {
-    expect(eventConfigFromEnv({ ODGM_EVENT_QUEUE_BOUND: "  ", ODGM_EVENT_PIPELINE_V2: undefined }))
-      .toEqual(DEFAULT_EVENT_CONFIG);
+    expect(
+      eventConfigFromEnv({ ODGM_EVENT_QUEUE_BOUND: "  ", ODGM_EVENT_PIPELINE_V2: undefined }),
+    ).toEqual(DEFAULT_EVENT_CONFIG);
     for (const v of ["0", "no", "OFF", "False"]) {
       expect(eventConfigFromEnv({ ODGM_EVENT_PIPELINE_V2: v }).pipelineEnabled).toBe(false);
     }

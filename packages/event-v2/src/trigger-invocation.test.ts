@@ -54,7 +54,11 @@ describe("createTriggerInvocation", () => {
   });
 
   it("the depth option overrides a user req_option of the same name", () => {
-    const inv = createTriggerInvocation(match(fnTarget("f", { [TRIGGER_DEPTH_OPTION]: "0" })), payload, 4);
+    const inv = createTriggerInvocation(
+      match(fnTarget("f", { [TRIGGER_DEPTH_OPTION]: "0" })),
+      payload,
+      4,
+    );
     expect(inv.request.options[TRIGGER_DEPTH_OPTION]).toBe("4");
   });
 });

@@ -77,7 +77,9 @@ describe("collectTriggers", () => {
 
 describe("collectFunctionTriggers", () => {
   const config = objectEvent({
-    func: { resize: { onComplete: [fnTarget("done")], onError: [fnTarget("alert"), fnTarget("log")] } },
+    func: {
+      resize: { onComplete: [fnTarget("done")], onError: [fnTarget("alert"), fnTarget("log")] },
+    },
   });
 
   it("returns on_complete targets for a completed function", () => {

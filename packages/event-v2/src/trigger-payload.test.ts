@@ -88,7 +88,10 @@ describe("createTriggerPayload (golden)", () => {
       changed: { key: "042", numeric: false, action: "create" },
       timestampMs: TS,
     });
-    const info = fromBinary(TriggerPayloadSchema, encodeTriggerPayload(payload, "protobuf")).eventInfo;
+    const info = fromBinary(
+      TriggerPayloadSchema,
+      encodeTriggerPayload(payload, "protobuf"),
+    ).eventInfo;
     expect(info?.sourceObjectId).toBe(0n);
     expect(info?.sourceObjectIdStr).toBe("007");
     expect(info?.key).toBeUndefined();
@@ -161,7 +164,9 @@ describe("createTriggerPayload (golden)", () => {
         for (const decoded of [bin, json]) {
           const info = decoded.eventInfo;
           expect(info?.sourceObjectIdStr).toBe(objectId);
-          expect(info?.sourceObjectId).toBe(/^(0|[1-9][0-9]*)$/.test(objectId) ? BigInt(objectId) : 0n);
+          expect(info?.sourceObjectId).toBe(
+            /^(0|[1-9][0-9]*)$/.test(objectId) ? BigInt(objectId) : 0n,
+          );
           if (k.numeric) expect(info?.key).toBe(Number(k.key));
           else expect(info?.keyStr).toBe(k.key);
           expect(info?.sourcePartitionId).toBe(pid);

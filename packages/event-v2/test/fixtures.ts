@@ -1,13 +1,17 @@
-import { create } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import {
   DataTriggerSchema,
   FuncTriggerSchema,
   type ObjectEvent,
   ObjectEventSchema,
+  type TriggerPayload,
+  TriggerPayloadSchema,
   type TriggerTarget,
   TriggerTargetSchema,
 } from "@oprc/grpc-api";
 import type { ChangedKey, MutationAction, MutationContext } from "../src/mutation-context.js";
+import type { TriggerInvocation } from "../src/trigger-invocation.js";
+import type { TriggerSink } from "../src/trigger-sink.js";
 
 /** A stateless target (no object). */
 export function fnTarget(fnId: string, reqOptions: Record<string, string> = {}): TriggerTarget {
@@ -60,4 +64,29 @@ export function mutation(
     eventConfig: undefined,
     ...init,
   };
+}
+
+/** A sink that records every invocation and resolves at once. */
+export function recordingSink(): {
+  sink: TriggerSink;
+  calls: TriggerInvocation[];
+  signals: AbortSignal[];
+} {
+  const calls: TriggerInvocation[] = [];
+  const signals: AbortSignal[] = [];
+  return {
+    calls,
+    signals,
+    sink: {
+      dispatch(inv, { signal }) {
+        calls.push(inv);
+        signals.push(signal);
+      },
+    },
+  };
+}
+
+/** Decodes the protobuf trigger payload of an invocation. */
+export function payloadOf(inv: TriggerInvocation): TriggerPayload {
+  return fromBinary(TriggerPayloadSchema, inv.request.payload);
 }
