@@ -32,7 +32,7 @@ const OBJECTS_LT = Uint8Array.of(0xf5);
  * zero or positive, like `Buffer.compare`. This is storage order.
  */
 export function compareKeys(a: Uint8Array, b: Uint8Array): number {
-  const n = a.length < b.length ? a.length : b.length;
+  const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
     const d = (a[i] as number) - (b[i] as number);
     if (d !== 0) return d < 0 ? -1 : 1;
