@@ -1,0 +1,1200 @@
+import type { ConfChange, ConfState, Entry, HardState, Snapshot } from "../types.js";
+import {
+  applyConfChange,
+  type ConfChangeCodec,
+  jsonConfChangeCodec,
+} from "./conf-change.js";
+import { createMessage, type Message, type MessageType } from "./message.js";
+import { createPrng } from "./prng.js";
+import { Progress, ProgressTracker } from "./progress.js";
+import { RaftError } from "./raft-error.js";
+import { type LogReader, RaftLog } from "./raft-log.js";
+import { contextKey, ReadOnly, type ReadState } from "./read-only.js";
+
+/** Role of a node. */
+export type RaftRole = "follower" | "pre_candidate" | "candidate" | "leader";
+
+/** How ReadIndex requests are confirmed. */
+export type ReadOnlyOption =
+  /** Confirm leadership with a quorum heartbeat round per request (thesis §6.4). */
+  | "safe"
+  /** Trust the leader lease (needs check-quorum; fails closed once the lease ran out). */
+  | "lease_based";
+
+/** Options of {@link createRaft}. */
+export interface RaftOptions {
+  /** This node's id (a positive integer). */
+  readonly id: number;
+  /** Stable storage, read side. The driver persists every Ready into it before `advance()`. */
+  readonly storage: LogReader;
+  /**
+   * Election timeout T in ticks; each node draws its timeout from [T, 2T). Default 10.
+   * Must exceed `heartbeatTick`.
+   */
+  readonly electionTick?: number;
+  /** Ticks between leader heartbeats. Default 1. */
+  readonly heartbeatTick?: number;
+  /**
+   * Random source in [0, 1) for election timeouts. Default: a PRNG seeded with `id`, so runs
+   * are deterministic; the simulator passes one PRNG per seed.
+   */
+  readonly random?: () => number;
+  /** Run a pre-vote round before incrementing the term (thesis §9.6). Default true. */
+  readonly preVote?: boolean;
+  /**
+   * Leader steps down when it hears from no quorum within an election timeout, and followers
+   * that heard from a leader recently ignore vote requests. Default true.
+   */
+  readonly checkQuorum?: boolean;
+  /** Last applied index on restart (entries after it are delivered again). Default: snapshot index. */
+  readonly applied?: number;
+  /** Max payload bytes per AppendEntries (at least one entry is always sent). Default 1 MiB. */
+  readonly maxSizePerMsg?: number;
+  /** Max in-flight AppendEntries per follower in replicate state. Default 256. */
+  readonly maxInflightMsgs?: number;
+  /** Snapshot data bytes per `snap` message (chunked install). Default 1 MiB. */
+  readonly snapshotChunkSize?: number;
+  /** How ReadIndex is confirmed. Default "safe". */
+  readonly readOnlyOption?: ReadOnlyOption;
+  /**
+   * Followers reject proposals with `not_leader` (and a leader hint) instead of forwarding
+   * them. Default false (forward).
+   */
+  readonly disableProposalForwarding?: boolean;
+  /** Payload codec of conf-change entries. Default: canonical JSON. */
+  readonly confChangeCodec?: ConfChangeCodec;
+  /** A leader removed (or demoted) by an applied conf change steps down. Default true. */
+  readonly stepDownOnRemoval?: boolean;
+}
+
+/** Volatile state that the application may want to observe. */
+export interface SoftState {
+  readonly lead: number;
+  readonly role: RaftRole;
+}
+
+/**
+ * What the driver must do next, in order: (1) persist `snapshot`, `entries` and `hardState`
+ * as one synced write; (2) send `messages` — a leader's `app`, `heartbeat` and `snap`
+ * messages may be sent while (1) is in flight (thesis §10.2.1), every other message only
+ * after it is durable; (3) install `snapshot` and apply `committedEntries` in order; serve
+ * `readStates`; (4) call `advance()`.
+ */
+export interface Ready {
+  /** Set when leader or role changed. */
+  readonly softState?: SoftState;
+  /** Set when term, vote or commit changed. */
+  readonly hardState?: HardState;
+  /** Entries to persist (may overwrite a conflicting suffix). */
+  readonly entries: readonly Entry[];
+  /** A complete snapshot to persist and install (never a partial chunked transfer). */
+  readonly snapshot?: Snapshot;
+  /** Committed entries to apply, in index order. */
+  readonly committedEntries: readonly Entry[];
+  /** Messages to send (see the ordering rule above). */
+  readonly messages: readonly Message[];
+  /** Linearizable reads that may be served now (applied ≥ index is already guaranteed). */
+  readonly readStates: readonly ReadState[];
+  /** Set when the configuration changed (after a snapshot or an applied conf change). */
+  readonly confState?: ConfState;
+  /** The write in (1) must be synced (entries or term/vote changed). */
+  readonly mustSync: boolean;
+}
+
+/** A snapshot of the node's state for tests, metrics and the invariant checker. */
+export interface RaftStatus {
+  readonly id: number;
+  readonly role: RaftRole;
+  readonly term: number;
+  readonly vote: number;
+  readonly lead: number;
+  readonly commit: number;
+  readonly applied: number;
+  readonly firstIndex: number;
+  readonly lastIndex: number;
+  readonly leadTransferee: number;
+  readonly confState: ConfState;
+  /** Leader only: match index per peer. */
+  readonly match: ReadonlyMap<number, number>;
+}
+
+type CampaignType = "pre_election" | "election" | "transfer";
+
+const TRANSFER_CONTEXT = new TextEncoder().encode("raft:transfer");
+const EMPTY = new Uint8Array(0);
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+interface SnapshotBuffer {
+  index: number;
+  term: number;
+  total: number;
+  size: number;
+  parts: Uint8Array[];
+}
+
+/**
+ * The pure, deterministic Raft state machine (etcd/raft design): feed it ticks, messages and
+ * proposals; collect {@link Ready} batches; persist, send, apply, `advance()`.
+ */
+export class Raft {
+  readonly id: number;
+  term = 0;
+  vote = 0;
+  lead = 0;
+  role: RaftRole = "follower";
+  readonly log: RaftLog;
+  readonly trk: ProgressTracker;
+  /** Leader: transfer target (0 when none). */
+  leadTransferee = 0;
+  /** Leader: index of the latest conf-change entry appended (blocks the next change until applied). */
+  pendingConfIndex = 0;
+
+  private msgs: Message[] = [];
+  private electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  private randomizedElectionTimeout = 0;
+  private ticks = 0;
+  private readonly electionTimeout: number;
+  private readonly heartbeatTimeout: number;
+  private readonly random: () => number;
+  private readonly preVote: boolean;
+  private readonly checkQuorum: boolean;
+  private readonly maxSizePerMsg: number;
+  private readonly chunkSize: number;
+  private readonly readOnlyOption: ReadOnlyOption;
+  private readonly forwardProposals: boolean;
+  private readonly codec: ConfChangeCodec;
+  private readonly stepDownOnRemoval: boolean;
+  private readonly readOnly = new ReadOnly();
+  /** Leader: ReadIndex requests waiting for an own-term commit. */
+  private pendingReadIndex: Message[] = [];
+  /** Reads confirmed but not yet applied far enough. */
+  private pendingReadStates: ReadState[] = [];
+  private snapBuffer: SnapshotBuffer | undefined = undefined;
+
+  private prevSoft: SoftState;
+  private prevHard: HardState;
+  private confChanged = false;
+  private readyOut:
+    | {
+        lastEntry: Entry | undefined;
+        snapIndex: number;
+        committed: readonly Entry[];
+      }
+    | undefined = undefined;
+
+  constructor(o: RaftOptions) {
+    if (!Number.isSafeInteger(o.id) || o.id <= 0) {
+      throw new RaftError("invalid_argument", `node id must be a positive integer, got ${o.id}`);
+    }
+    this.id = o.id;
+    this.electionTimeout = o.electionTick ?? 10;
+    this.heartbeatTimeout = o.heartbeatTick ?? 1;
+    if (this.heartbeatTimeout <= 0 || this.electionTimeout <= this.heartbeatTimeout) {
+      throw new RaftError("invalid_argument", "electionTick must be greater than heartbeatTick > 0");
+    }
+    this.random = o.random ?? createPrng(o.id);
+    this.preVote = o.preVote ?? true;
+    this.checkQuorum = o.checkQuorum ?? true;
+    this.maxSizePerMsg = o.maxSizePerMsg ?? 1 << 20;
+    this.chunkSize = Math.max(1, o.snapshotChunkSize ?? 1 << 20);
+    this.readOnlyOption = o.readOnlyOption ?? "safe";
+    if (this.readOnlyOption === "lease_based" && !this.checkQuorum) {
+      throw new RaftError("invalid_argument", "lease_based reads need checkQuorum");
+    }
+    this.forwardProposals = !(o.disableProposalForwarding ?? false);
+    this.codec = o.confChangeCodec ?? jsonConfChangeCodec;
+    this.stepDownOnRemoval = o.stepDownOnRemoval ?? true;
+    this.trk = new ProgressTracker(o.maxInflightMsgs ?? 256);
+
+    const { hardState, confState } = o.storage.initialState();
+    this.log = new RaftLog(o.storage, o.applied ?? 0);
+    this.trk.applyConfState(confState, this.log.lastIndex() + 1);
+    if (hardState.commit > 0) {
+      if (hardState.commit > this.log.lastIndex()) {
+        throw new RaftError("invalid_state", `commit ${hardState.commit} beyond last index`);
+      }
+      this.log.commitTo(hardState.commit);
+    }
+    if (this.log.applied > this.log.committed) this.log.applied = this.log.committed;
+    this.term = hardState.term;
+    this.vote = hardState.vote;
+    this.becomeFollower(this.term, 0);
+    this.prevSoft = { lead: this.lead, role: this.role };
+    this.prevHard = this.hardState();
+  }
+
+  // ---------------------------------------------------------------- public API
+
+  /** Advances the logical clock by one tick. */
+  tick(): void {
+    this.ticks++;
+    if (this.role === "leader") this.tickHeartbeat();
+    else this.tickElection();
+  }
+
+  /** Starts an election now (as if the election timeout fired). */
+  campaign(): void {
+    this.stepLocal("hup");
+  }
+
+  /**
+   * Proposes `data` as a normal entry. On the leader it is appended; on a follower it is
+   * forwarded to the leader (or rejected with `not_leader` when forwarding is disabled).
+   * Throws `no_leader` when no leader is known, `transfer_in_progress` during a leader
+   * transfer, `proposal_dropped` when this leader was removed.
+   */
+  propose(data: Uint8Array): void {
+    this.proposeEntry("normal", data);
+  }
+
+  /**
+   * Proposes a membership change (single-server, or joint when several changes or a joint
+   * transition). Throws `conf_change_pending` on a leader whose previous change is not
+   * applied yet or when the change is invalid in the current configuration.
+   */
+  proposeConfChange(cc: ConfChange): void {
+    if (this.role === "leader") {
+      if (this.pendingConfIndex > this.log.applied) {
+        throw new RaftError(
+          "conf_change_pending",
+          `conf change at ${this.pendingConfIndex} not applied yet (applied ${this.log.applied})`,
+        );
+      }
+      applyConfChange(this.trk.confState(), cc); // validates; throws conf_change_pending
+    }
+    this.proposeEntry("conf_change", this.codec.encode(cc));
+  }
+
+  /**
+   * Asks for a linearizable read. The answer arrives as a {@link ReadState} in a later Ready,
+   * once leadership was confirmed in the current term (and, with leases, while the lease holds)
+   * and applied ≥ its index. Throws `no_leader` when no leader is known, `lease_expired` on a
+   * lease-based leader whose lease ran out.
+   */
+  readIndex(context: Uint8Array): void {
+    if (this.role === "leader") {
+      if (this.readOnlyOption === "lease_based" && !this.leaseValid()) {
+        throw new RaftError("lease_expired", "leader lease expired; read refused");
+      }
+    } else if (this.lead === 0) {
+      throw new RaftError("no_leader", "no leader known for read");
+    }
+    this.step(createMessage({ type: "read_index", from: this.id, context }));
+  }
+
+  /** Asks the leader to hand leadership to `transferee`. */
+  transferLeader(transferee: number): void {
+    if (this.role !== "leader" && this.lead === 0) {
+      throw new RaftError("no_leader", "no leader known for transfer");
+    }
+    this.step(createMessage({ type: "transfer_leader", from: transferee, to: this.id }));
+  }
+
+  /** Tells the leader that a snapshot send to `id` finished (`ok`) or failed. */
+  reportSnapshot(id: number, ok: boolean): void {
+    this.step(createMessage({ type: "snap_status", from: id, reject: !ok }));
+  }
+
+  /** Tells the leader that `id` could not be reached (it falls back to probing). */
+  reportUnreachable(id: number): void {
+    this.step(createMessage({ type: "unreachable", from: id }));
+  }
+
+  /** Current state. */
+  status(): RaftStatus {
+    const match = new Map<number, number>();
+    if (this.role === "leader") for (const [id, pr] of this.trk.progress) match.set(id, pr.match);
+    return {
+      id: this.id,
+      role: this.role,
+      term: this.term,
+      vote: this.vote,
+      lead: this.lead,
+      commit: this.log.committed,
+      applied: this.log.applied,
+      firstIndex: this.log.firstIndex(),
+      lastIndex: this.log.lastIndex(),
+      leadTransferee: this.leadTransferee,
+      confState: this.trk.confState(),
+      match,
+    };
+  }
+
+  /** The entry at `index`, or undefined when compacted or beyond the end. */
+  entryAt(index: number): Entry | undefined {
+    if (index < this.log.firstIndex() || index > this.log.lastIndex()) return undefined;
+    return this.log.slice(index, index + 1)[0];
+  }
+
+  /** True when the leader's lease is valid (a quorum answered within the last election timeout). */
+  leaseValid(): boolean {
+    if (this.role !== "leader" || !this.committedInCurrentTerm()) return false;
+    const horizon = this.ticks - this.electionTimeout + 1;
+    const active = new Set<number>([this.id]);
+    for (const [id, pr] of this.trk.progress) if (pr.lastHeardTick >= horizon) active.add(id);
+    return this.trk.quorumOf(active) === "won";
+  }
+
+  // ---------------------------------------------------------------- Ready
+
+  /** True when {@link ready} would return something to do. */
+  hasReady(): boolean {
+    if (this.readyOut !== undefined) return false;
+    if (this.softChanged() || this.hardChanged()) return true;
+    if (this.log.unstableSnapshot !== undefined || this.log.unstable.length > 0) return true;
+    if (this.msgs.length > 0 || this.confChanged) return true;
+    if (this.log.hasNextCommitted()) return true;
+    return this.pendingReadStates.some((r) => r.index <= this.log.applied);
+  }
+
+  /** Collects the next batch of work. Call {@link advance} once it is done. */
+  ready(): Ready {
+    if (this.readyOut !== undefined) {
+      throw new RaftError("invalid_state", "ready() called again before advance()");
+    }
+    const entries = [...this.log.unstable];
+    const snapshot = this.log.unstableSnapshot;
+    const committedEntries = this.log.nextCommitted(this.maxSizePerMsg * 4);
+    const messages = this.msgs;
+    this.msgs = [];
+    const readStates = this.pendingReadStates.filter((r) => r.index <= this.log.applied);
+    this.pendingReadStates = this.pendingReadStates.filter((r) => r.index > this.log.applied);
+    const hs = this.hardState();
+    const hardChanged = this.hardChanged();
+    const soft: SoftState = { lead: this.lead, role: this.role };
+    const softChanged = this.softChanged();
+    const mustSync =
+      entries.length > 0 ||
+      snapshot !== undefined ||
+      hs.term !== this.prevHard.term ||
+      hs.vote !== this.prevHard.vote;
+    this.prevHard = hs;
+    this.prevSoft = soft;
+    const confState = this.confChanged ? this.trk.confState() : undefined;
+    this.confChanged = false;
+    this.readyOut = {
+      lastEntry: entries[entries.length - 1],
+      snapIndex: snapshot?.metadata.index ?? 0,
+      committed: committedEntries,
+    };
+    return {
+      entries,
+      committedEntries,
+      messages,
+      readStates,
+      mustSync,
+      ...(softChanged ? { softState: soft } : {}),
+      ...(hardChanged ? { hardState: hs } : {}),
+      ...(snapshot !== undefined ? { snapshot } : {}),
+      ...(confState !== undefined ? { confState } : {}),
+    };
+  }
+
+  /**
+   * Acknowledges the last Ready: its snapshot and entries are durable (the store's read view
+   * has them) and its committed entries are applied. A leader counts itself towards the
+   * commit quorum only from here (its own fsync is done).
+   */
+  advance(): void {
+    const out = this.readyOut;
+    if (out === undefined) throw new RaftError("invalid_state", "advance() without ready()");
+    this.readyOut = undefined;
+    if (out.snapIndex > 0) {
+      this.log.stableSnapTo(out.snapIndex);
+      if (out.snapIndex > this.log.applied) this.log.applied = out.snapIndex;
+    }
+    if (out.lastEntry !== undefined) this.log.stableTo(out.lastEntry.index, out.lastEntry.term);
+    const last = out.committed[out.committed.length - 1];
+    if (last !== undefined) {
+      for (const e of out.committed) {
+        if (e.type === "conf_change") this.applyConfEntry(e);
+      }
+      this.log.appliedTo(last.index);
+    }
+    if (this.role === "leader") {
+      const self = this.trk.progress.get(this.id);
+      if (self !== undefined) self.maybeUpdate(this.log.persistedIndex());
+      if (this.maybeCommit()) this.bcastAppend();
+      this.maybeAutoLeave();
+    }
+  }
+
+  // ---------------------------------------------------------------- step
+
+  /** Processes one message (from the network, or a local one such as `hup`). */
+  step(m: Message): void {
+    if (m.term === 0) {
+      // local message or forwarded proposal/read
+    } else if (m.term > this.term) {
+      if (m.type === "vote" || m.type === "pre_vote") {
+        const force = sameBytes(m.context, TRANSFER_CONTEXT);
+        const inLease =
+          this.checkQuorum && this.lead !== 0 && this.electionElapsed < this.electionTimeout;
+        if (!force && inLease) return; // leader stickiness (thesis §4.2.3)
+      }
+      if (m.type === "pre_vote") {
+        // a pre-vote never changes our term
+      } else if (m.type === "pre_vote_resp" && !m.reject) {
+        // the term is bumped once the pre-vote wins
+      } else if (m.type === "app" || m.type === "heartbeat" || m.type === "snap") {
+        this.becomeFollower(m.term, m.from);
+      } else {
+        this.becomeFollower(m.term, 0);
+      }
+    } else if (m.term < this.term) {
+      if (m.type === "app" || m.type === "heartbeat") {
+        // Tell the stale leader about our term (frees stuck candidates under check-quorum).
+        this.send(createMessage({ type: "app_resp", to: m.from, reject: true, index: m.index }));
+      } else if (m.type === "pre_vote" || m.type === "vote") {
+        this.send(
+          createMessage({
+            type: m.type === "vote" ? "vote_resp" : "pre_vote_resp",
+            to: m.from,
+            term: this.term,
+            reject: true,
+          }),
+        );
+      }
+      return;
+    }
+
+    switch (m.type) {
+      case "hup":
+        this.hup(this.preVote ? "pre_election" : "election");
+        return;
+      case "vote":
+      case "pre_vote": {
+        const canVote =
+          this.vote === m.from ||
+          (this.vote === 0 && this.lead === 0) ||
+          (m.type === "pre_vote" && m.term > this.term);
+        const respType = m.type === "vote" ? "vote_resp" : "pre_vote_resp";
+        if (canVote && this.log.isUpToDate(m.index, m.logTerm)) {
+          this.send(createMessage({ type: respType, to: m.from, term: m.term }));
+          if (m.type === "vote") {
+            this.electionElapsed = 0;
+            this.vote = m.from;
+          }
+        } else {
+          this.send(createMessage({ type: respType, to: m.from, term: this.term, reject: true }));
+        }
+        return;
+      }
+      default:
+        break;
+    }
+    if (this.role === "leader") this.stepLeader(m);
+    else if (this.role === "follower") this.stepFollower(m);
+    else this.stepCandidate(m);
+  }
+
+  // ---------------------------------------------------------------- roles
+
+  private stepLocal(type: MessageType): void {
+    this.step(createMessage({ type, from: this.id }));
+  }
+
+  private promotable(): boolean {
+    const pr = this.trk.progress.get(this.id);
+    return (
+      pr !== undefined &&
+      !pr.isLearner &&
+      this.trk.isVoter(this.id) &&
+      this.log.unstableSnapshot === undefined
+    );
+  }
+
+  private reset(term: number): void {
+    if (this.term !== term) {
+      this.term = term;
+      this.vote = 0;
+      this.snapBuffer = undefined;
+    }
+    this.lead = 0;
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    this.randomizedElectionTimeout =
+      this.electionTimeout + Math.floor(this.random() * this.electionTimeout);
+    this.leadTransferee = 0;
+    this.trk.resetVotes();
+    const last = this.log.lastIndex();
+    for (const [id, pr] of this.trk.progress) {
+      pr.match = 0;
+      pr.becomeProbe();
+      pr.next = last + 1;
+      pr.recentActive = false;
+      pr.lastHeardTick = Number.NEGATIVE_INFINITY;
+      if (id === this.id) pr.match = this.log.persistedIndex();
+    }
+    this.pendingConfIndex = 0;
+    this.readOnly.clear();
+    this.pendingReadIndex = [];
+  }
+
+  private becomeFollower(term: number, lead: number): void {
+    this.reset(term);
+    this.role = "follower";
+    this.lead = lead;
+  }
+
+  private becomePreCandidate(): void {
+    this.role = "pre_candidate";
+    this.trk.resetVotes();
+    this.lead = 0;
+  }
+
+  private becomeCandidate(): void {
+    this.reset(this.term + 1);
+    this.vote = this.id;
+    this.role = "candidate";
+  }
+
+  private becomeLeader(): void {
+    this.reset(this.term);
+    this.lead = this.id;
+    this.role = "leader";
+    const self = this.trk.progress.get(this.id);
+    if (self !== undefined) {
+      self.becomeReplicate();
+      self.match = this.log.persistedIndex();
+      self.recentActive = true;
+    }
+    // Inherited uncommitted entries may hold a conf change: block new ones until applied.
+    this.pendingConfIndex = this.log.lastIndex();
+    this.appendEntries([{ index: 0, term: 0, type: "normal", data: EMPTY }]);
+  }
+
+  private hup(t: CampaignType): void {
+    if (this.role === "leader") return;
+    if (!this.promotable()) return;
+    // A committed but unapplied conf change may change whether we are a voter.
+    for (const e of this.log.nextCommitted()) if (e.type === "conf_change") return;
+    this.campaign2(t);
+  }
+
+  private campaign2(t: CampaignType): void {
+    let term: number;
+    let type: "vote" | "pre_vote";
+    if (t === "pre_election") {
+      this.becomePreCandidate();
+      type = "pre_vote";
+      term = this.term + 1;
+    } else {
+      this.becomeCandidate();
+      type = "vote";
+      term = this.term;
+    }
+    this.trk.recordVote(this.id, true);
+    if (this.tally(t === "pre_election")) return;
+    for (const id of this.trk.voterIds()) {
+      if (id === this.id) continue;
+      this.send(
+        createMessage({
+          type,
+          to: id,
+          term,
+          index: this.log.lastIndex(),
+          logTerm: this.log.lastTerm(),
+          context: t === "transfer" ? TRANSFER_CONTEXT : EMPTY,
+        }),
+      );
+    }
+  }
+
+  /** Acts on the vote tally; true when the election was decided. */
+  private tally(pre: boolean): boolean {
+    const r = this.trk.tallyVotes();
+    if (r === "won") {
+      if (pre) this.campaign2("election");
+      else {
+        this.becomeLeader();
+        this.bcastAppend();
+      }
+      return true;
+    }
+    if (r === "lost") {
+      this.becomeFollower(this.term, 0);
+      return true;
+    }
+    return false;
+  }
+
+  private tickElection(): void {
+    this.electionElapsed++;
+    if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
+      this.electionElapsed = 0;
+      this.stepLocal("hup");
+    }
+  }
+
+  private tickHeartbeat(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.electionTimeout) {
+      this.electionElapsed = 0;
+      if (this.checkQuorum) this.stepLocal("check_quorum");
+      if (this.role === "leader" && this.leadTransferee !== 0) this.leadTransferee = 0;
+    }
+    if (this.role !== "leader") return;
+    if (this.heartbeatElapsed >= this.heartbeatTimeout) {
+      this.heartbeatElapsed = 0;
+      this.stepLocal("beat");
+    }
+  }
+
+  // ---------------------------------------------------------------- sending
+
+  private send(m: Message): void {
+    let term = m.term;
+    if (m.type === "prop" || m.type === "read_index") term = 0;
+    else if (
+      m.type !== "vote" &&
+      m.type !== "vote_resp" &&
+      m.type !== "pre_vote" &&
+      m.type !== "pre_vote_resp"
+    ) {
+      term = this.term;
+    }
+    this.msgs.push({ ...m, from: m.from === 0 ? this.id : m.from, term });
+  }
+
+  private sendAppend(to: number, sendIfEmpty = true): boolean {
+    const pr = this.trk.progress.get(to);
+    if (pr === undefined || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.termOrError(prevIndex);
+    if (prevTerm === "compacted") return this.sendSnapshot(to, pr);
+    if (prevTerm === "unavailable") {
+      pr.next = this.log.lastIndex() + 1;
+      return false;
+    }
+    let ents: Entry[];
+    try {
+      ents = this.log.entriesFrom(pr.next, this.maxSizePerMsg);
+    } catch {
+      return this.sendSnapshot(to, pr);
+    }
+    if (ents.length === 0 && !sendIfEmpty) return false;
+    this.send(
+      createMessage({
+        type: "app",
+        to,
+        index: prevIndex,
+        logTerm: prevTerm,
+        entries: ents,
+        commit: this.log.committed,
+      }),
+    );
+    const lastEnt = ents[ents.length - 1];
+    pr.sentEntries(ents.length, lastEnt === undefined ? prevIndex : lastEnt.index);
+    return true;
+  }
+
+  private sendSnapshot(to: number, pr: Progress): boolean {
+    const snap = this.log.snapshot();
+    if (snap.metadata.index === 0) return false;
+    pr.becomeSnapshot(snap);
+    this.sendChunk(to, pr);
+    return true;
+  }
+
+  private sendChunk(to: number, pr: Progress): void {
+    const snap = pr.snapshot;
+    if (snap === undefined) return;
+    const total = snap.data.byteLength;
+    const off = Math.min(pr.snapOffset, total);
+    const data = snap.data.subarray(off, Math.min(total, off + this.chunkSize));
+    this.send(
+      createMessage({
+        type: "snap",
+        to,
+        snapshot: { metadata: snap.metadata, data },
+        chunkOffset: off,
+        chunkTotal: total,
+      }),
+    );
+  }
+
+  private bcastAppend(): void {
+    for (const id of this.trk.ids()) if (id !== this.id) this.sendAppend(id);
+  }
+
+  private bcastHeartbeat(context: Uint8Array = EMPTY): void {
+    for (const id of this.trk.ids()) {
+      if (id === this.id) continue;
+      const pr = this.trk.progress.get(id) as Progress;
+      this.send(
+        createMessage({
+          type: "heartbeat",
+          to: id,
+          commit: Math.min(pr.match, this.log.committed),
+          context,
+        }),
+      );
+    }
+  }
+
+  // ---------------------------------------------------------------- leader
+
+  private appendEntries(es: readonly Entry[]): boolean {
+    let li = this.log.lastIndex();
+    const stamped = es.map((e) => {
+      li++;
+      return { index: li, term: this.term, type: e.type, data: e.data };
+    });
+    this.log.append(stamped);
+    return true;
+  }
+
+  private committedInCurrentTerm(): boolean {
+    return this.log.term(this.log.committed) === this.term;
+  }
+
+  private maybeCommit(): boolean {
+    const before = this.log.committed;
+    const ok = this.log.maybeCommit(this.trk.committed(), this.term);
+    if (ok && this.log.term(before) !== this.term && this.committedInCurrentTerm()) {
+      // First commit in this term: serve the ReadIndex requests held back until now.
+      const held = this.pendingReadIndex;
+      this.pendingReadIndex = [];
+      for (const r of held) this.handleReadIndex(r);
+    }
+    return ok;
+  }
+
+  private proposeEntry(type: Entry["type"], data: Uint8Array): void {
+    if (this.role === "leader") {
+      if (this.leadTransferee !== 0) {
+        throw new RaftError(
+          "transfer_in_progress",
+          `leadership is moving to ${this.leadTransferee}`,
+          { leaderHint: this.leadTransferee },
+        );
+      }
+      if (!this.trk.progress.has(this.id)) {
+        throw new RaftError("proposal_dropped", "this leader is not in the configuration");
+      }
+    } else if (this.lead === 0) {
+      throw new RaftError("no_leader", "no leader known; proposal not accepted");
+    } else if (this.role === "follower" && !this.forwardProposals) {
+      throw new RaftError("not_leader", `node ${this.id} is not the leader`, {
+        leaderHint: this.lead,
+      });
+    }
+    this.step(
+      createMessage({
+        type: "prop",
+        from: this.id,
+        entries: [{ index: 0, term: 0, type, data }],
+      }),
+    );
+  }
+
+  private stepLeader(m: Message): void {
+    switch (m.type) {
+      case "beat":
+        this.bcastHeartbeat(this.readOnly.lastPendingContext() ?? EMPTY);
+        return;
+      case "check_quorum":
+        if (!this.trk.quorumActive(this.id)) {
+          this.becomeFollower(this.term, 0);
+          return;
+        }
+        for (const [id, pr] of this.trk.progress) if (id !== this.id) pr.recentActive = false;
+        return;
+      case "prop": {
+        if (!this.trk.progress.has(this.id) || this.leadTransferee !== 0) return; // dropped
+        const ents = m.entries.map((e): Entry => {
+          if (e.type !== "conf_change") return e;
+          let refused = this.pendingConfIndex > this.log.applied;
+          if (!refused) {
+            try {
+              applyConfChange(this.trk.confState(), this.codec.decode(e.data));
+            } catch {
+              refused = true;
+            }
+          }
+          return refused ? { ...e, type: "normal", data: EMPTY } : e;
+        });
+        const first = this.log.lastIndex() + 1;
+        ents.forEach((e, i) => {
+          if (e.type === "conf_change") this.pendingConfIndex = first + i;
+        });
+        this.appendEntries(ents);
+        this.bcastAppend();
+        return;
+      }
+      case "read_index":
+        if (!this.committedInCurrentTerm()) {
+          this.pendingReadIndex.push(m);
+          return;
+        }
+        this.handleReadIndex(m);
+        return;
+      case "transfer_leader":
+        this.handleTransferLeader(m.from);
+        return;
+      default:
+        break;
+    }
+    const pr = this.trk.progress.get(m.from);
+    if (pr === undefined) return;
+    switch (m.type) {
+      case "app_resp":
+        pr.recentActive = true;
+        pr.lastHeardTick = this.ticks;
+        this.handleAppendResponse(m, pr);
+        return;
+      case "heartbeat_resp": {
+        pr.recentActive = true;
+        pr.lastHeardTick = this.ticks;
+        pr.probeSent = false;
+        if (pr.state === "snapshot") this.sendChunk(m.from, pr);
+        else if (pr.match < this.log.lastIndex()) this.sendAppend(m.from);
+        if (this.readOnlyOption !== "safe" || m.context.byteLength === 0) return;
+        const acks = this.readOnly.recvAck(m.from, m.context);
+        if (acks === undefined) return;
+        const withSelf = new Set(acks);
+        withSelf.add(this.id);
+        if (this.trk.quorumOf(withSelf) !== "won") return;
+        for (const r of this.readOnly.advance(m.context)) this.answerRead(r.req, r.index);
+        return;
+      }
+      case "snap_resp":
+        pr.recentActive = true;
+        pr.lastHeardTick = this.ticks;
+        if (pr.state !== "snapshot" || m.index !== pr.pendingSnapshot) return;
+        pr.snapOffset = m.chunkOffset;
+        if (pr.snapshot !== undefined && pr.snapOffset < pr.snapshot.data.byteLength) {
+          this.sendChunk(m.from, pr);
+        }
+        return;
+      case "snap_status":
+        if (pr.state !== "snapshot") return;
+        if (m.reject) {
+          pr.becomeProbe();
+          pr.probeSent = true; // wait for the next heartbeat before probing again
+        } else {
+          pr.becomeProbe();
+        }
+        return;
+      case "unreachable":
+        if (pr.state === "replicate") pr.becomeProbe();
+        return;
+      default:
+        return;
+    }
+  }
+
+  private handleAppendResponse(m: Message, pr: Progress): void {
+    if (m.reject) {
+      let hint = m.rejectHint;
+      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm);
+      if (pr.maybeDecrTo(m.index, hint)) {
+        if (pr.state === "replicate") pr.becomeProbe();
+        this.sendAppend(m.from);
+      }
+      return;
+    }
+    const wasPaused = pr.isPaused();
+    if (!pr.maybeUpdate(m.index)) return;
+    if (pr.state === "probe") pr.becomeReplicate();
+    else if (pr.state === "snapshot" && pr.match + 1 >= this.log.firstIndex()) {
+      pr.becomeProbe();
+      pr.becomeReplicate();
+    } else if (pr.state === "replicate") pr.freeInflightsTo(m.index);
+    if (this.maybeCommit()) this.bcastAppend();
+    else if (wasPaused) this.sendAppend(m.from);
+    while (this.sendAppend(m.from, false)) {
+      // keep the pipeline full
+    }
+    if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) {
+      this.send(createMessage({ type: "timeout_now", to: m.from }));
+    }
+  }
+
+  private handleTransferLeader(transferee: number): void {
+    const pr = this.trk.progress.get(transferee);
+    if (pr === undefined || pr.isLearner || !this.trk.isVoter(transferee)) return;
+    if (this.leadTransferee !== 0) {
+      if (this.leadTransferee === transferee) return;
+      this.leadTransferee = 0;
+    }
+    if (transferee === this.id) return;
+    // The transfer must finish within one election timeout.
+    this.electionElapsed = 0;
+    this.leadTransferee = transferee;
+    if (pr.match === this.log.lastIndex()) {
+      this.send(createMessage({ type: "timeout_now", to: transferee }));
+    } else {
+      this.sendAppend(transferee);
+    }
+  }
+
+  private handleReadIndex(m: Message): void {
+    if (this.trk.voterIds().length === 1 && this.trk.isVoter(this.id)) {
+      this.answerRead(m, this.log.committed);
+      return;
+    }
+    if (this.readOnlyOption === "lease_based") {
+      if (this.leaseValid()) this.answerRead(m, this.log.committed);
+      else if (m.from !== this.id) {
+        this.send(createMessage({ type: "read_index_resp", to: m.from, reject: true }));
+      }
+      return;
+    }
+    this.readOnly.add(this.log.committed, m);
+    this.readOnly.recvAck(this.id, m.context);
+    this.bcastHeartbeat(m.context);
+  }
+
+  private answerRead(req: Message, index: number): void {
+    if (req.from === this.id || req.from === 0) {
+      this.pendingReadStates.push({ index, context: req.context });
+    } else {
+      this.send(
+        createMessage({ type: "read_index_resp", to: req.from, index, context: req.context }),
+      );
+    }
+  }
+
+  // ---------------------------------------------------------------- follower / candidate
+
+  private stepFollower(m: Message): void {
+    switch (m.type) {
+      case "prop":
+        if (this.lead === 0 || !this.forwardProposals) return; // dropped
+        this.send({ ...m, to: this.lead });
+        return;
+      case "app":
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleAppendEntries(m);
+        return;
+      case "heartbeat":
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+        this.send(createMessage({ type: "heartbeat_resp", to: m.from, context: m.context }));
+        return;
+      case "snap":
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleSnapshot(m);
+        return;
+      case "transfer_leader":
+      case "read_index":
+        if (this.lead === 0) return;
+        this.send({ ...m, to: this.lead });
+        return;
+      case "timeout_now":
+        this.hup("transfer");
+        return;
+      case "read_index_resp":
+        if (m.reject) return; // fail closed: the read is not answered
+        this.pendingReadStates.push({ index: m.index, context: m.context });
+        return;
+      default:
+        return;
+    }
+  }
+
+  private stepCandidate(m: Message): void {
+    const pre = this.role === "pre_candidate";
+    switch (m.type) {
+      case "app":
+        this.becomeFollower(m.term, m.from);
+        this.handleAppendEntries(m);
+        return;
+      case "heartbeat":
+        this.becomeFollower(m.term, m.from);
+        this.stepFollower(m);
+        return;
+      case "snap":
+        this.becomeFollower(m.term, m.from);
+        this.handleSnapshot(m);
+        return;
+      case "vote_resp":
+      case "pre_vote_resp":
+        if ((m.type === "pre_vote_resp") !== pre) return;
+        this.trk.recordVote(m.from, !m.reject);
+        this.tally(pre);
+        return;
+      default:
+        return; // proposals are dropped; timeout_now ignored
+    }
+  }
+
+  private handleAppendEntries(m: Message): void {
+    if (m.index < this.log.committed) {
+      this.send(createMessage({ type: "app_resp", to: m.from, index: this.log.committed }));
+      return;
+    }
+    const last = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
+    if (last !== undefined) {
+      this.send(createMessage({ type: "app_resp", to: m.from, index: last }));
+      return;
+    }
+    let hint = Math.min(m.index, this.log.lastIndex());
+    hint = this.log.findConflictByTerm(hint, m.logTerm);
+    this.send(
+      createMessage({
+        type: "app_resp",
+        to: m.from,
+        index: m.index,
+        reject: true,
+        rejectHint: hint,
+        logTerm: this.log.term(hint),
+      }),
+    );
+  }
+
+  private handleSnapshot(m: Message): void {
+    const s = m.snapshot;
+    if (s === undefined) return;
+    const { index, term } = s.metadata;
+    let buf = this.snapBuffer;
+    const same = buf !== undefined && buf.index === index && buf.term === term;
+    if (m.chunkOffset === 0 && !(same && buf !== undefined && buf.size > 0)) {
+      buf = { index, term, total: m.chunkTotal, size: 0, parts: [] };
+      this.snapBuffer = buf;
+    } else if (buf === undefined || !same || buf.size !== m.chunkOffset) {
+      // Out of order, duplicate or unknown transfer: say where we are (resume or restart).
+      this.send(
+        createMessage({
+          type: "snap_resp",
+          to: m.from,
+          index,
+          chunkOffset: same && buf !== undefined ? buf.size : 0,
+          reject: true,
+        }),
+      );
+      return;
+    }
+    buf.parts.push(s.data);
+    buf.size += s.data.byteLength;
+    if (buf.size < buf.total) {
+      this.send(createMessage({ type: "snap_resp", to: m.from, index, chunkOffset: buf.size }));
+      return;
+    }
+    this.snapBuffer = undefined;
+    const data = new Uint8Array(buf.size);
+    let off = 0;
+    for (const p of buf.parts) {
+      data.set(p, off);
+      off += p.byteLength;
+    }
+    const full: Snapshot = { metadata: s.metadata, data };
+    if (this.restore(full)) {
+      this.send(createMessage({ type: "app_resp", to: m.from, index: this.log.lastIndex() }));
+    } else {
+      this.send(createMessage({ type: "app_resp", to: m.from, index: this.log.committed }));
+    }
+  }
+
+  /**
+   * Installs a complete snapshot; false (ignored) when it is not newer than the commit index
+   * or does not include this node.
+   */
+  private restore(s: Snapshot): boolean {
+    const { index, term, confState } = s.metadata;
+    if (index <= this.log.committed) return false;
+    const cs = confState;
+    const member =
+      cs.voters.includes(this.id) ||
+      cs.learners.includes(this.id) ||
+      cs.votersOutgoing.includes(this.id) ||
+      cs.learnersNext.includes(this.id);
+    if (!member) return false;
+    let keep: Entry[] = [];
+    if (this.log.matchTerm(index, term) && index < this.log.lastIndex()) {
+      keep = this.log.slice(index + 1, this.log.lastIndex() + 1);
+    }
+    this.log.restore(s, keep);
+    this.trk.progress.clear();
+    this.trk.applyConfState(cs, this.log.lastIndex() + 1);
+    this.confChanged = true;
+    return true;
+  }
+
+  // ---------------------------------------------------------------- membership
+
+  private applyConfEntry(e: Entry): void {
+    let next: ConfState;
+    let cc: ConfChange;
+    try {
+      cc = this.codec.decode(e.data);
+      next = applyConfChange(this.trk.confState(), cc);
+    } catch {
+      return; // refused changes apply as no-ops on every replica alike
+    }
+    this.trk.applyConfState(next, this.log.lastIndex() + 1);
+    this.confChanged = true;
+    if (this.role !== "leader") return;
+    if (!this.trk.isVoter(this.id) && this.stepDownOnRemoval) {
+      this.becomeFollower(this.term, 0);
+      return;
+    }
+    if (this.leadTransferee !== 0 && !this.trk.isVoter(this.leadTransferee)) {
+      this.leadTransferee = 0;
+    }
+    if (this.maybeCommit()) this.bcastAppend();
+    else for (const id of this.trk.ids()) if (id !== this.id) this.sendAppend(id, false);
+  }
+
+  private maybeAutoLeave(): void {
+    if (!this.trk.isJoint() || !this.trk.autoLeave) return;
+    if (this.pendingConfIndex > this.log.applied || this.leadTransferee !== 0) return;
+    const leave: ConfChange = { changes: [], transition: "auto" };
+    const idx = this.log.lastIndex() + 1;
+    this.appendEntries([{ index: 0, term: 0, type: "conf_change", data: this.codec.encode(leave) }]);
+    this.pendingConfIndex = idx;
+    this.bcastAppend();
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private hardState(): HardState {
+    return { term: this.term, vote: this.vote, commit: this.log.committed };
+  }
+
+  private hardChanged(): boolean {
+    const h = this.prevHard;
+    return h.term !== this.term || h.vote !== this.vote || h.commit !== this.log.committed;
+  }
+
+  private softChanged(): boolean {
+    return this.prevSoft.lead !== this.lead || this.prevSoft.role !== this.role;
+  }
+
+  /** @internal Context key of a read request (exposed for tests). */
+  static contextKey(ctx: Uint8Array): string {
+    return contextKey(ctx);
+  }
+}
+
+/**
+ * Creates a Raft node.
+ *
+ * @example
+ * ```ts
+ * const node = createRaft({ id: 1, storage, electionTick: 10, random: createPrng(7) });
+ * node.tick();
+ * while (node.hasReady()) {
+ *   const rd = node.ready();
+ *   await store.save(rd);          // snapshot, entries, hard state — synced
+ *   transport.send(rd.messages);   // after the write (leader appends may go earlier)
+ *   apply(rd.committedEntries);
+ *   node.advance();
+ * }
+ * ```
+ */
+export function createRaft(options: RaftOptions): Raft {
+  return new Raft(options);
+}
