@@ -113,6 +113,10 @@ export interface RaftStatus {
   readonly firstIndex: number;
   readonly lastIndex: number;
   readonly leadTransferee: number;
+  /** Ticks since the last valid leader contact (follower) or since the last quorum check (leader). */
+  readonly electionElapsed: number;
+  /** This node's current randomized election timeout, in ticks. */
+  readonly electionTimeout: number;
   readonly confState: ConfState;
   /** Leader only: match index per peer. */
   readonly match: ReadonlyMap<number, number>;
@@ -321,6 +325,8 @@ export class Raft {
       firstIndex: this.log.firstIndex(),
       lastIndex: this.log.lastIndex(),
       leadTransferee: this.leadTransferee,
+      electionElapsed: this.electionElapsed,
+      electionTimeout: this.randomizedElectionTimeout,
       confState: this.trk.confState(),
       match,
     };
