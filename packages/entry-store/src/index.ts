@@ -1,1 +1,44 @@
-export {};
+// @oprc/entry-store — per-entry object storage for ODGM (spec §4).
+//
+// For users: createEntryStore + an engine (createMemoryEngine here; openRocksEngine from
+// the "@oprc/entry-store/rocksdb" subpath, which loads the native binding only when used).
+// For engine authors: the KvEngine / KvShard port types.
+
+export type { EntryStore, EntryStoreOptions } from "./entry-store.js";
+export { createEntryStore } from "./entry-store.js";
+export type {
+  Keyspace,
+  KvEngine,
+  KvEntry,
+  KvIterator,
+  KvIteratorOptions,
+  KvRange,
+  KvShard,
+  KvWriteOp,
+  KvWriteOptions,
+} from "./kv.js";
+export type { MemoryEngineOptions } from "./memory-engine.js";
+export { createMemoryEngine } from "./memory-engine.js";
+export type { StoreErrorCode, StoreErrorDetails } from "./store-error.js";
+export { isStoreError, StoreError } from "./store-error.js";
+export type {
+  BatchInput,
+  ChangedEntry,
+  ConvertResult,
+  EntryAction,
+  EntryInput,
+  GetEntryResult,
+  GetObjectOptions,
+  ListEntriesOptions,
+  ListEntriesResult,
+  ListObjectsOptions,
+  ListObjectsResult,
+  MutationOptions,
+  MutationResult,
+  ObjectInput,
+  ObjectMetadata,
+  ObjectSummary,
+  StoredEntry,
+  StoredObject,
+  StoreStats,
+} from "./types.js";

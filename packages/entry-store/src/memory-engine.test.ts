@@ -1,0 +1,7 @@
+import { runEntryStoreConformance } from "../test/conformance.js";
+import { createMemoryEngine } from "./memory-engine.js";
+
+runEntryStoreConformance({
+  name: "memory",
+  createEngine: () => Promise.resolve(createMemoryEngine()),
+});

@@ -1,0 +1,84 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  type EntryRecord,
+  EntryRecordSchema,
+  type ObjData,
+  ObjDataSchema,
+  type ObjectEvent,
+  ObjectEventSchema,
+  type ObjectMetaRecord,
+  ObjectMetaRecordSchema,
+  type ShardCountersRecord,
+  ShardCountersRecordSchema,
+  type ValData,
+} from "@oprc/grpc-api";
+import { toHex } from "./bytes.js";
+import { StoreError } from "./store-error.js";
+
+type AnySchema =
+  | typeof ObjectMetaRecordSchema
+  | typeof EntryRecordSchema
+  | typeof ObjectEventSchema
+  | typeof ObjDataSchema
+  | typeof ShardCountersRecordSchema;
+
+function decode<T>(schema: AnySchema, bytes: Uint8Array, key: Uint8Array, what: string): T {
+  try {
+    return fromBinary(schema, bytes) as T;
+  } catch (err) {
+    throw new StoreError("corrupt_record", `${what} record at key ${toHex(key)} does not decode`, {
+      cause: err,
+      key: key.slice(),
+    });
+  }
+}
+
+/** Decodes an `ObjectMetaRecord`, or throws `corrupt_record` naming `key`. */
+export function decodeMeta(bytes: Uint8Array, key: Uint8Array): ObjectMetaRecord {
+  return decode<ObjectMetaRecord>(ObjectMetaRecordSchema, bytes, key, "metadata");
+}
+
+/** Decodes an `EntryRecord`, or throws `corrupt_record` naming `key`. */
+export function decodeEntry(bytes: Uint8Array, key: Uint8Array): EntryRecord {
+  return decode<EntryRecord>(EntryRecordSchema, bytes, key, "entry");
+}
+
+/** Decodes an `ObjectEvent`, or throws `corrupt_record` naming `key`. */
+export function decodeEvent(bytes: Uint8Array, key: Uint8Array): ObjectEvent {
+  return decode<ObjectEvent>(ObjectEventSchema, bytes, key, "event config");
+}
+
+/** Decodes a legacy blob (`ObjData`), or throws `corrupt_record` naming `key`. */
+export function decodeBlob(bytes: Uint8Array, key: Uint8Array): ObjData {
+  return decode<ObjData>(ObjDataSchema, bytes, key, "legacy blob");
+}
+
+/** Decodes the shard counters, or throws `corrupt_record` naming `key`. */
+export function decodeCounters(bytes: Uint8Array, key: Uint8Array): ShardCountersRecord {
+  return decode<ShardCountersRecord>(ShardCountersRecordSchema, bytes, key, "shard counters");
+}
+
+/** Encodes an `ObjectMetaRecord`. */
+export function encodeMeta(meta: ObjectMetaRecord): Uint8Array {
+  return toBinary(ObjectMetaRecordSchema, meta);
+}
+
+/** Encodes an entry record for `value` at object version `version`. */
+export function encodeEntry(value: ValData, version: bigint, updatedAtMs: bigint): Uint8Array {
+  return toBinary(EntryRecordSchema, create(EntryRecordSchema, { value, version, updatedAtMs }));
+}
+
+/** Encodes an `ObjectEvent`. */
+export function encodeEvent(event: ObjectEvent): Uint8Array {
+  return toBinary(ObjectEventSchema, event);
+}
+
+/** Encodes a legacy blob. */
+export function encodeBlob(blob: ObjData): Uint8Array {
+  return toBinary(ObjDataSchema, blob);
+}
+
+/** Encodes the shard counters. */
+export function encodeCounters(liveObjects: bigint): Uint8Array {
+  return toBinary(ShardCountersRecordSchema, create(ShardCountersRecordSchema, { liveObjects }));
+}
