@@ -65,8 +65,11 @@ export function logTerms(r: Raft): number[] {
   return out;
 }
 
-/** Makes `h` leader of a one-round election in which all peers grant. */
-export function electLeader(h: Harness): void {
+/**
+ * Makes `h` leader of a one-round election in which all peers grant; returns the messages
+ * the new leader sends (its first appends).
+ */
+export function electLeader(h: Harness): Message[] {
   h.raft.campaign();
   for (let round = 0; round < 2 && h.raft.role !== "leader"; round++) {
     const out = take(h);
@@ -83,5 +86,5 @@ export function electLeader(h: Harness): void {
       }
     }
   }
-  take(h);
+  return take(h);
 }
