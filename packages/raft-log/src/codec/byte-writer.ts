@@ -1,0 +1,88 @@
+import { CodecError } from "./codec-error.js";
+
+const utf8 = new TextEncoder();
+// A lone surrogate has no UTF-8 encoding; TextEncoder would silently write U+FFFD.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Encodes a string as UTF-8, refusing strings that are not well-formed UTF-16 (so that
+ * decoding gives back exactly the same string).
+ * @throws CodecError `invalid_utf8`
+ */
+export function encodeUtf8(value: string): Uint8Array {
+  if (LONE_SURROGATE.test(value)) {
+    throw new CodecError("invalid_utf8", "string contains a lone surrogate");
+  }
+  return utf8.encode(value);
+}
+
+/** Append-only byte buffer with the primitive encodings of the log-entry format. */
+export class ByteWriter {
+  private buf: Uint8Array = new Uint8Array(64);
+  private len = 0;
+
+  private reserve(n: number): void {
+    if (this.len + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.len + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.len));
+    this.buf = next;
+  }
+
+  /** One byte (0–255). */
+  u8(value: number): this {
+    this.reserve(1);
+    this.buf[this.len++] = value;
+    return this;
+  }
+
+  /** A big-endian u32 (fixed four bytes). */
+  u32be(value: number): this {
+    this.reserve(4);
+    new DataView(this.buf.buffer, this.buf.byteOffset).setUint32(this.len, value);
+    this.len += 4;
+    return this;
+  }
+
+  /**
+   * A minimal unsigned LEB128 varint of a safe integer (at most 8 bytes).
+   * @throws CodecError `invalid_value` for negatives, fractions and unsafe integers.
+   */
+  varint(value: number): this {
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new CodecError("invalid_value", `varint needs a non-negative safe integer: ${value}`);
+    }
+    this.reserve(8);
+    let v = value;
+    while (v >= 0x80) {
+      this.buf[this.len++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    this.buf[this.len++] = v;
+    return this;
+  }
+
+  /** Raw bytes, no length. */
+  raw(bytes: Uint8Array): this {
+    this.reserve(bytes.length);
+    this.buf.set(bytes, this.len);
+    this.len += bytes.length;
+    return this;
+  }
+
+  /** Varint length, then the bytes. */
+  bytes(bytes: Uint8Array): this {
+    return this.varint(bytes.length).raw(bytes);
+  }
+
+  /** Varint length, then the UTF-8 bytes. @throws CodecError `invalid_utf8` */
+  string(value: string): this {
+    return this.bytes(encodeUtf8(value));
+  }
+
+  /** A copy of what was written. */
+  finish(): Uint8Array {
+    return this.buf.slice(0, this.len);
+  }
+}

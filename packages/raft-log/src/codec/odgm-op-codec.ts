@@ -1,0 +1,375 @@
+import { ByteReader } from "./byte-reader.js";
+import { ByteWriter, encodeUtf8 } from "./byte-writer.js";
+import { CodecError } from "./codec-error.js";
+import type { ObjectMutationBase, OdgmOp, ValData } from "./odgm-op.js";
+
+/** Format version written in the first byte of every encoded operation. */
+export const ODGM_OP_FORMAT_VERSION = 1;
+
+const TAGS = {
+  noop: 0x00,
+  set_entry: 0x01,
+  delete_entry: 0x02,
+  batch: 0x03,
+  set_object: 0x04,
+  merge_object: 0x05,
+  delete_object: 0x06,
+  convert_legacy: 0x07,
+} as const satisfies Record<OdgmOp["kind"], number>;
+
+const KIND_BY_TAG: readonly OdgmOp["kind"][] = [
+  "noop",
+  "set_entry",
+  "delete_entry",
+  "batch",
+  "set_object",
+  "merge_object",
+  "delete_object",
+  "convert_legacy",
+];
+
+/** `batch`: an expected object version follows the flags. */
+const FLAG_EXPECTED_VERSION = 0x01;
+/** `set_object`: an event configuration follows the flags. */
+const FLAG_EVENT = 0x02;
+
+const ALLOWED_FLAGS: Readonly<Record<OdgmOp["kind"], number>> = {
+  noop: 0,
+  set_entry: 0,
+  delete_entry: 0,
+  batch: FLAG_EXPECTED_VERSION,
+  set_object: FLAG_EVENT,
+  merge_object: 0,
+  delete_object: 0,
+  convert_legacy: 0,
+};
+
+const VARIANT_NUMERIC = 0;
+const VARIANT_STRING = 1;
+const U32_MAX = 0xffff_ffff;
+const U64_MAX = 18_446_744_073_709_551_615n;
+
+/** True when `s` is the canonical decimal form of a u64 (`0` or no leading zero). */
+function isCanonicalU64(s: string): boolean {
+  return /^(?:0|[1-9][0-9]{0,19})$/.test(s) && BigInt(s) <= U64_MAX;
+}
+
+/** The u32 a canonical-decimal entry key names, or -1 for a string key. */
+function numericKey(s: string): number {
+  if (!/^(?:0|[1-9][0-9]{0,9})$/.test(s)) return -1;
+  const n = Number(s);
+  return n <= U32_MAX ? n : -1;
+}
+
+function checkId(what: string, s: string): void {
+  if (s.length === 0) throw new CodecError("invalid_value", `${what} is empty`);
+  if (s.includes("\u0000")) throw new CodecError("invalid_value", `${what} contains NUL`);
+}
+
+/** Encoded form of an entry key (variant byte + payload); also its sort key. */
+function encodeKey(key: string): Uint8Array {
+  checkId("entry key", key);
+  const n = numericKey(key);
+  const w = new ByteWriter();
+  if (n >= 0) w.u8(VARIANT_NUMERIC).u32be(n);
+  else w.u8(VARIANT_STRING).string(key);
+  return w.finish();
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = (a[i] as number) - (b[i] as number);
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
+
+function sortedKeys<T>(items: Iterable<[string, T]>): [Uint8Array, string, T][] {
+  const out = [...items].map(([k, v]): [Uint8Array, string, T] => [encodeKey(k), k, v]);
+  out.sort((x, y) => compareBytes(x[0], y[0]));
+  for (let i = 1; i < out.length; i++) {
+    const prev = out[i - 1] as [Uint8Array, string, T];
+    const cur = out[i] as [Uint8Array, string, T];
+    if (compareBytes(prev[0], cur[0]) === 0) {
+      throw new CodecError("duplicate_key", `entry key ${JSON.stringify(cur[1])} repeats`);
+    }
+  }
+  return out;
+}
+
+function writeValue(w: ByteWriter, v: ValData): void {
+  if (!Number.isInteger(v.type) || v.type < 0 || v.type > U32_MAX) {
+    throw new CodecError("invalid_value", `value type must be a u32: ${v.type}`);
+  }
+  if (!(v.data instanceof Uint8Array)) {
+    throw new CodecError("invalid_value", "value data must be a Uint8Array");
+  }
+  w.varint(v.type).bytes(v.data);
+}
+
+function writeEntries(w: ByteWriter, entries: ReadonlyMap<string, ValData>): void {
+  const sorted = sortedKeys(entries);
+  w.varint(sorted.length);
+  for (const [k, , v] of sorted) {
+    w.raw(k);
+    writeValue(w, v);
+  }
+}
+
+function writeBase(w: ByteWriter, op: ObjectMutationBase): void {
+  if (!Number.isInteger(op.partition) || op.partition < 0 || op.partition > U32_MAX) {
+    throw new CodecError("invalid_value", `partition must be a u32: ${op.partition}`);
+  }
+  checkId("object id", op.objectId);
+  w.string(op.cls);
+  w.varint(op.partition);
+  w.u8(isCanonicalU64(op.objectId) ? VARIANT_NUMERIC : VARIANT_STRING);
+  w.bytes(encodeUtf8(op.objectId));
+  w.varint(op.timestampMs);
+}
+
+/**
+ * Encodes an ODGM operation into its one canonical byte form (the payload of a Raft log
+ * entry). Map entries and delete keys are written sorted by their encoded bytes, so the
+ * result does not depend on insertion order.
+ *
+ * Layout (all varints are minimal unsigned LEB128; strings are varint length + UTF-8):
+ * `version(1) tag [cls partition identity timestampMs flags [optional fields] body]`
+ * where identity = variant byte (0 numeric: canonical u64 decimal, 1 string) + string,
+ * an entry key = `00 <u32 BE>` (canonical u32 decimal key) or `01 <string>`, a value =
+ * `varint type, varint length, bytes`. See the package README for every operation.
+ *
+ * @throws CodecError `invalid_value` (out-of-range number, empty id or key, NUL in an id,
+ * a numeric-only operation on a string id), `duplicate_key` (a key repeated, or in both
+ * sets and deletes), `invalid_utf8` (a lone surrogate).
+ * @example
+ * ```ts
+ * const bytes = encodeOdgmOp({ kind: "delete_entry", cls: "c", partition: 7,
+ *   objectId: "42", timestampMs: 1000, key: "k" });
+ * decodeOdgmOp(bytes); // the same operation
+ * ```
+ */
+export function encodeOdgmOp(op: OdgmOp): Uint8Array {
+  const w = new ByteWriter();
+  w.u8(ODGM_OP_FORMAT_VERSION);
+  const tag = TAGS[op.kind];
+  if (tag === undefined) throw new CodecError("invalid_value", `unknown operation kind`);
+  w.u8(tag);
+  switch (op.kind) {
+    case "noop":
+      break;
+    case "set_entry":
+      writeBase(w, op);
+      w.u8(0).raw(encodeKey(op.key));
+      writeValue(w, op.value);
+      break;
+    case "delete_entry":
+      writeBase(w, op);
+      w.u8(0).raw(encodeKey(op.key));
+      break;
+    case "batch": {
+      writeBase(w, op);
+      const sets = sortedKeys(op.sets);
+      const deletes = sortedKeys(op.deletes.map((k): [string, null] => [k, null]));
+      const setKeys = new Set(sets.map(([, k]) => k));
+      for (const [, k] of deletes) {
+        if (setKeys.has(k)) {
+          throw new CodecError("duplicate_key", `key ${JSON.stringify(k)} is set and deleted`);
+        }
+      }
+      if (op.expectedVersion === undefined) w.u8(0);
+      else w.u8(FLAG_EXPECTED_VERSION).varint(op.expectedVersion);
+      w.varint(sets.length);
+      for (const [k, , v] of sets) {
+        w.raw(k);
+        writeValue(w, v);
+      }
+      w.varint(deletes.length);
+      for (const [k] of deletes) w.raw(k);
+      break;
+    }
+    case "set_object":
+      writeBase(w, op);
+      if (op.event === undefined) w.u8(0);
+      else w.u8(FLAG_EVENT).bytes(op.event);
+      writeEntries(w, op.entries);
+      break;
+    case "merge_object":
+      writeBase(w, op);
+      w.u8(0);
+      writeEntries(w, op.entries);
+      break;
+    case "delete_object":
+      writeBase(w, op);
+      w.u8(0);
+      break;
+    case "convert_legacy":
+      if (!isCanonicalU64(op.objectId)) {
+        throw new CodecError("invalid_value", "convert_legacy needs a numeric object id");
+      }
+      writeBase(w, op);
+      w.u8(0);
+      break;
+  }
+  return w.finish();
+}
+
+function readIdString(r: ByteReader, what: string): string {
+  const at = r.pos;
+  const s = r.string();
+  if (s.length === 0) throw new CodecError("non_canonical", `${what} is empty`, { offset: at });
+  if (s.includes("\u0000")) {
+    throw new CodecError("non_canonical", `${what} contains NUL`, { offset: at });
+  }
+  return s;
+}
+
+/** Reads an entry key and returns [key, its encoded bytes] for order checks. */
+function readKey(r: ByteReader): [string, Uint8Array] {
+  const start = r.pos;
+  const variant = r.u8();
+  let key: string;
+  if (variant === VARIANT_NUMERIC) key = String(r.u32be());
+  else if (variant === VARIANT_STRING) {
+    key = readIdString(r, "entry key");
+    if (numericKey(key) >= 0) {
+      throw new CodecError("non_canonical", `string key ${key} must use the numeric variant`, {
+        offset: start,
+      });
+    }
+  } else {
+    throw new CodecError("unknown_tag", `unknown entry key variant ${variant}`, { offset: start });
+  }
+  return [key, r.input.subarray(start, r.pos)];
+}
+
+function readValue(r: ByteReader): ValData {
+  const type = r.varint(U32_MAX);
+  const data = r.bytes().slice();
+  return { data, type };
+}
+
+/** Reads `count` keys (and values) in strictly increasing encoded order. */
+function readKeyed<T>(r: ByteReader, read: () => T): Map<string, T> {
+  const count = r.varint();
+  const out = new Map<string, T>();
+  let prev: Uint8Array | undefined;
+  for (let i = 0; i < count; i++) {
+    const at = r.pos;
+    const [key, enc] = readKey(r);
+    if (prev !== undefined) {
+      const c = compareBytes(prev, enc);
+      if (c === 0) throw new CodecError("duplicate_key", `key ${key} repeats`, { offset: at });
+      if (c > 0) throw new CodecError("unsorted_keys", "keys are not sorted", { offset: at });
+    }
+    prev = enc;
+    out.set(key, read());
+  }
+  return out;
+}
+
+function readFlags(r: ByteReader, kind: OdgmOp["kind"]): number {
+  const at = r.pos;
+  const flags = r.u8();
+  if ((flags & ~ALLOWED_FLAGS[kind]) !== 0) {
+    throw new CodecError("unknown_flags", `flags 0x${flags.toString(16)} not defined for ${kind}`, {
+      offset: at,
+    });
+  }
+  return flags;
+}
+
+/**
+ * Decodes a log-entry payload produced by {@link encodeOdgmOp}. Accepts exactly the
+ * canonical encodings: for every accepted input `encodeOdgmOp(decodeOdgmOp(b))` equals `b`.
+ * @throws CodecError for anything else: unknown version, tag, variant or flag bits;
+ * truncated input; bad or non-minimal varints; invalid UTF-8; unsorted or duplicate keys;
+ * a canonical decimal id or key under the string variant (or a non-canonical one under
+ * the numeric variant); empty ids; trailing bytes.
+ */
+export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
+  const r = new ByteReader(bytes);
+  const version = r.u8();
+  if (version !== ODGM_OP_FORMAT_VERSION) {
+    throw new CodecError("unknown_version", `unknown format version ${version}`, { offset: 0 });
+  }
+  const tag = r.u8();
+  const kind = KIND_BY_TAG[tag];
+  if (kind === undefined) {
+    throw new CodecError("unknown_tag", `unknown operation tag ${tag}`, { offset: 1 });
+  }
+  if (kind === "noop") {
+    r.end();
+    return { kind };
+  }
+  const cls = r.string();
+  const partition = r.varint(U32_MAX);
+  const idAt = r.pos;
+  const variant = r.u8();
+  if (variant !== VARIANT_NUMERIC && variant !== VARIANT_STRING) {
+    throw new CodecError("unknown_tag", `unknown identity variant ${variant}`, { offset: idAt });
+  }
+  const objectId = readIdString(r, "object id");
+  if (isCanonicalU64(objectId) !== (variant === VARIANT_NUMERIC)) {
+    throw new CodecError(
+      "non_canonical",
+      variant === VARIANT_NUMERIC
+        ? `numeric identity ${JSON.stringify(objectId)} is not canonical u64 decimal`
+        : `string identity ${objectId} must use the numeric variant`,
+      { offset: idAt },
+    );
+  }
+  const timestampMs = r.varint();
+  const base = { cls, partition, objectId, timestampMs };
+  const flags = readFlags(r, kind);
+  let op: OdgmOp;
+  switch (kind) {
+    case "set_entry": {
+      const [key] = readKey(r);
+      op = { kind, ...base, key, value: readValue(r) };
+      break;
+    }
+    case "delete_entry":
+      op = { kind, ...base, key: readKey(r)[0] };
+      break;
+    case "batch": {
+      const expectedVersion = flags & FLAG_EXPECTED_VERSION ? r.varint() : undefined;
+      const sets = readKeyed(r, () => readValue(r));
+      const at = r.pos;
+      const deletes = [...readKeyed(r, () => null).keys()];
+      for (const k of deletes) {
+        if (sets.has(k)) {
+          throw new CodecError("duplicate_key", `key ${k} is set and deleted`, { offset: at });
+        }
+      }
+      op =
+        expectedVersion === undefined
+          ? { kind, ...base, sets, deletes }
+          : { kind, ...base, sets, deletes, expectedVersion };
+      break;
+    }
+    case "set_object": {
+      const event = flags & FLAG_EVENT ? r.bytes().slice() : undefined;
+      const entries = readKeyed(r, () => readValue(r));
+      op = event === undefined ? { kind, ...base, entries } : { kind, ...base, entries, event };
+      break;
+    }
+    case "merge_object":
+      op = { kind, ...base, entries: readKeyed(r, () => readValue(r)) };
+      break;
+    case "delete_object":
+      op = { kind, ...base };
+      break;
+    case "convert_legacy":
+      if (variant !== VARIANT_NUMERIC) {
+        throw new CodecError("non_canonical", "convert_legacy needs a numeric object id", {
+          offset: idAt,
+        });
+      }
+      op = { kind, ...base };
+      break;
+  }
+  r.end();
+  return op;
+}
