@@ -19,7 +19,7 @@ import { truncationOf } from "./fanout-cap.js";
 import type { MutationContext } from "./mutation-context.js";
 import { createTriggerInvocation, type TriggerInvocation } from "./trigger-invocation.js";
 import { collectFunctionTriggers, collectTriggers, type TriggerMatch } from "./trigger-matching.js";
-import { createTriggerPayload, encodeTriggerPayload } from "./trigger-payload.js";
+import { encodeTriggerPayload, triggerPayloadFields } from "./trigger-payload.js";
 import type { TriggerSink } from "./trigger-sink.js";
 
 /** Options of {@link createEventDispatcher}; every {@link EventV2Config} field may be given. */
@@ -347,7 +347,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
     const matches = collectTriggers(ctx, ctx.eventConfig, limit);
     return fire(matches, ev.triggerDepth, (match) =>
       encodeTriggerPayload(
-        createTriggerPayload({
+        triggerPayloadFields({
           source: ctx,
           eventType: match.eventType,
           changed: match.changed,
@@ -367,7 +367,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
     const matches = collectFunctionTriggers(o.eventConfig, o.fnId, o.outcome);
     return fire(matches, o.triggerDepth ?? 0, (match) =>
       encodeTriggerPayload(
-        createTriggerPayload({
+        triggerPayloadFields({
           source: o,
           eventType: match.eventType,
           fnId: o.fnId,

@@ -44,6 +44,7 @@ export {
   mutationContextFromResult,
   objectDeleteChanges,
 } from "./mutation-context.js";
+export type { EventInfoFields, TriggerPayloadFields } from "./payload-codec.js";
 export type {
   ObjectTriggerInvocation,
   StatelessTriggerInvocation,

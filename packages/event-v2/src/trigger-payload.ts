@@ -1,4 +1,4 @@
-import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import {
   type EventInfo,
   EventInfoSchema,
@@ -9,6 +9,12 @@ import {
 import { isCanonicalU64 } from "./canonical-id.js";
 import type { PayloadFormat } from "./event-config.js";
 import type { ChangedKey } from "./mutation-context.js";
+import {
+  type EventInfoFields,
+  encodeTriggerPayloadBinary,
+  encodeTriggerPayloadJsonString,
+  type TriggerPayloadFields,
+} from "./payload-codec.js";
 
 /** Context key carrying a string entry key, for consumers older than `EventInfo.key_str`. */
 export const CONTEXT_KEY_STR = "key_str";
@@ -46,40 +52,71 @@ export interface EventInfoInit {
 }
 
 /**
- * Builds the `EventInfo` of one event (spec §5/§6):
- * `source_object_id` = the u64 when the id is canonical u64 decimal (else 0),
- * `source_object_id_str` = the id, always (fixing the Rust defect that lost string ids);
- * numeric keys set `key`, string keys set `key_str` and `context["key_str"]`.
+ * The plain fields of the `TriggerPayload` of one event, without building protobuf-es
+ * messages (the dispatcher's hot path encodes these directly). Internal.
  */
-export function createEventInfo(init: EventInfoInit): EventInfo {
+export function triggerPayloadFields(
+  init: EventInfoInit & { readonly originalPayload?: Uint8Array | undefined },
+): TriggerPayloadFields {
   const { source, changed } = init;
   const context: Record<string, string> = {};
-  const info = create(EventInfoSchema, {
-    sourceClsId: source.clsId,
-    sourcePartitionId: source.partitionId,
-    sourceObjectId: isCanonicalU64(source.objectId) ? BigInt(source.objectId) : 0n,
-    sourceObjectIdStr: source.objectId,
-    eventType: init.eventType,
-    timestamp: BigInt(Math.trunc(init.timestampMs)),
-    context,
-  });
+  let key: number | undefined;
+  let keyStr: string | undefined;
   if (changed !== undefined) {
-    if (changed.numeric) {
-      info.key = Number(changed.key);
-    } else {
-      info.keyStr = changed.key;
+    if (changed.numeric) key = Number(changed.key);
+    else {
+      keyStr = changed.key;
       context[CONTEXT_KEY_STR] = changed.key;
     }
   }
-  if (init.fnId !== undefined) info.fnId = init.fnId;
   if (init.objectVersion !== undefined)
     context[CONTEXT_OBJECT_VERSION] = String(init.objectVersion);
   if (init.error !== undefined) context[CONTEXT_ERROR] = init.error;
+  const objectId = source.objectId;
+  return {
+    eventInfo: {
+      sourceClsId: source.clsId,
+      sourcePartitionId: source.partitionId,
+      sourceObjectId: isCanonicalU64(objectId) ? BigInt(objectId) : 0n,
+      eventType: init.eventType,
+      fnId: init.fnId,
+      key,
+      timestamp: BigInt(Math.trunc(init.timestampMs)),
+      context,
+      sourceObjectIdStr: objectId,
+      keyStr,
+    },
+    originalPayload: init.originalPayload,
+  };
+}
+
+/**
+ * Builds the `EventInfo` of one event (spec §5/§6):
+ * `source_object_id` = the u64 when the id is canonical u64 decimal (else 0),
+ * `source_object_id_str` = the id, always (fixing the Rust defect that lost string ids);
+ * numeric keys set `key`, string keys set `key_str` and `context["key_str"]`;
+ * `context["object_version"]` = the version after a mutation, `context["error"]` = the
+ * error of a failed function.
+ */
+export function createEventInfo(init: EventInfoInit): EventInfo {
+  const f = triggerPayloadFields(init).eventInfo as EventInfoFields;
+  const info = create(EventInfoSchema, {
+    sourceClsId: f.sourceClsId,
+    sourcePartitionId: f.sourcePartitionId,
+    sourceObjectId: f.sourceObjectId,
+    sourceObjectIdStr: f.sourceObjectIdStr as string,
+    eventType: f.eventType as EventType,
+    timestamp: f.timestamp,
+    context: f.context,
+  });
+  if (f.key !== undefined) info.key = f.key;
+  if (f.keyStr !== undefined) info.keyStr = f.keyStr;
+  if (f.fnId !== undefined) info.fnId = f.fnId;
   return info;
 }
 
 /**
- * Builds a `TriggerPayload{event_info, original_payload}`.
+ * Builds a `TriggerPayload{event_info, original_payload}` message.
  *
  * @example
  * ```ts
@@ -104,10 +141,15 @@ const utf8 = new TextEncoder();
 
 /**
  * Encodes a trigger payload: `protobuf` = binary wire format (default), `json` = proto3
- * canonical JSON as UTF-8 bytes (enum names, u64 as strings, bytes as base64).
+ * canonical JSON as UTF-8 bytes (enum names, u64 as strings, bytes as base64). Accepts a
+ * generated `TriggerPayload`; the output is byte-identical to protobuf-es `toBinary` /
+ * `toJsonString`, from a fixed-shape writer about 10× faster.
  */
-export function encodeTriggerPayload(payload: TriggerPayload, format: PayloadFormat): Uint8Array {
+export function encodeTriggerPayload(
+  payload: TriggerPayload | TriggerPayloadFields,
+  format: PayloadFormat,
+): Uint8Array {
   return format === "json"
-    ? utf8.encode(toJsonString(TriggerPayloadSchema, payload))
-    : toBinary(TriggerPayloadSchema, payload);
+    ? utf8.encode(encodeTriggerPayloadJsonString(payload))
+    : encodeTriggerPayloadBinary(payload);
 }
