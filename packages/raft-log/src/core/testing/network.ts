@@ -38,8 +38,8 @@ export class Network {
   readonly nodes: Map<number, NetNode> = new Map();
   readonly checker: InvariantChecker = new InvariantChecker();
   private readonly cut = new Set<string>();
-  /** Return false to drop a message. */
-  filter: ((m: Message) => boolean) | undefined = undefined;
+  /** Return false to drop a message, or a replacement message to deliver instead. */
+  filter: ((m: Message) => boolean | Message) | undefined = undefined;
   /** Every message delivered, in order. */
   readonly log: Message[] = [];
   private readonly options: NetworkOptions;
@@ -105,11 +105,13 @@ export class Network {
     return out;
   }
 
-  private deliverable(m: Message): boolean {
-    if (!this.nodes.has(m.to)) return false;
-    if (this.cut.has(`${m.from}-${m.to}`)) return false;
-    if (this.filter !== undefined && !this.filter(m)) return false;
-    return true;
+  private deliverable(m: Message): Message | undefined {
+    if (!this.nodes.has(m.to)) return undefined;
+    if (this.cut.has(`${m.from}-${m.to}`)) return undefined;
+    if (this.filter === undefined) return m;
+    const r = this.filter(m);
+    if (r === false) return undefined;
+    return r === true ? m : r;
   }
 
   /** Delivers `msgs` and everything they cause until the network is quiet. */
@@ -119,8 +121,8 @@ export class Network {
     let steps = 0;
     while (queue.length > 0) {
       if (++steps > 100_000) throw new Error("network did not quiesce");
-      const m = queue.shift() as Message;
-      if (!this.deliverable(m)) continue;
+      const m = this.deliverable(queue.shift() as Message);
+      if (m === undefined) continue;
       this.log.push(m);
       const n = this.node(m.to);
       n.raft.step(m);
