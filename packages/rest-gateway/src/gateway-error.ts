@@ -103,7 +103,10 @@ export class GatewayError extends Error {
 
   /** Creates an error with `code` and a human-readable `message` (without the prefix). */
   constructor(code: GatewayErrorCode, message: string, options?: GatewayErrorOptions) {
-    super(`[${code}] ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      `[${code}] ${message}`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.code = code;
     this.rawMessage = message;
   }

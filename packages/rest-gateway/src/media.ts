@@ -21,8 +21,13 @@ export function mediaType(header: string | undefined | null): string {
 export function bodyKind(header: string | undefined | null): BodyKind {
   const type = mediaType(header);
   if (type === "") return "none";
-  if (type === JSON_TYPE || (type.startsWith("application/") && type.endsWith("+json"))) return "json";
-  if (type === PROTOBUF_TYPE || type === "application/protobuf" || type === "application/vnd.google.protobuf") {
+  if (type === JSON_TYPE || (type.startsWith("application/") && type.endsWith("+json")))
+    return "json";
+  if (
+    type === PROTOBUF_TYPE ||
+    type === "application/protobuf" ||
+    type === "application/vnd.google.protobuf"
+  ) {
     return "protobuf";
   }
   if (type === BINARY_TYPE) return "binary";
@@ -53,7 +58,10 @@ function parseAccept(header: string): AcceptRange[] {
     }
     ranges.push({
       type: range.slice(0, slash).trim().toLowerCase(),
-      subtype: range.slice(slash + 1).trim().toLowerCase(),
+      subtype: range
+        .slice(slash + 1)
+        .trim()
+        .toLowerCase(),
       q,
       order: order++,
     });
@@ -73,7 +81,10 @@ function specificity(range: AcceptRange): number {
  *
  * @throws {GatewayError} `not_acceptable` when no offer is acceptable.
  */
-export function negotiate<const T extends string>(accept: string | undefined | null, offers: readonly T[]): T {
+export function negotiate<const T extends string>(
+  accept: string | undefined | null,
+  offers: readonly T[],
+): T {
   const first = offers[0];
   if (first === undefined) throw new GatewayError("internal", "no media type offered");
   if (accept === undefined || accept === null || accept.trim() === "") return first;
@@ -88,7 +99,8 @@ export function negotiate<const T extends string>(accept: string | undefined | n
     let match: AcceptRange | undefined;
     for (const range of ranges) {
       const fits =
-        range.type === "*" || (range.type === type && (range.subtype === "*" || range.subtype === subtype));
+        range.type === "*" ||
+        (range.type === type && (range.subtype === "*" || range.subtype === subtype));
       if (!fits) continue;
       if (match === undefined || specificity(range) > specificity(match)) match = range;
     }
@@ -98,7 +110,10 @@ export function negotiate<const T extends string>(accept: string | undefined | n
     }
   }
   if (best === undefined) {
-    throw new GatewayError("not_acceptable", `cannot produce any of "${accept}"; available: ${offers.join(", ")}`);
+    throw new GatewayError(
+      "not_acceptable",
+      `cannot produce any of "${accept}"; available: ${offers.join(", ")}`,
+    );
   }
   return best;
 }

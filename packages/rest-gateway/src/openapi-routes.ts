@@ -14,7 +14,9 @@ const ErrorBody = z
 
 const errorContent = { "application/json": { schema: ErrorBody } };
 
-function errors(...statuses: number[]): Record<string, { description: string; content: typeof errorContent }> {
+function errors(
+  ...statuses: number[]
+): Record<string, { description: string; content: typeof errorContent }> {
   const text: Record<number, string> = {
     400: "Bad request: an invalid id, key, partition or query parameter, malformed JSON or protobuf",
     404: "Not found",
@@ -38,38 +40,56 @@ function errors(...statuses: number[]): Record<string, { description: string; co
 
 const ClassParams = z.object({
   cls: z.string().min(1).openapi({ description: "Class (collection) id", example: "order" }),
-  pid: z.string().regex(/^[0-9]+$/).openapi({ description: "Partition id, 0..2^31-1", example: "0" }),
+  pid: z
+    .string()
+    .regex(/^[0-9]+$/)
+    .openapi({ description: "Partition id, 0..2^31-1", example: "0" }),
 });
 const ObjectParams = ClassParams.extend({
   oid: z.string().min(1).openapi({
-    description: "Object id: digits fitting u64 are numeric (042 = 42), anything else is a normalized string id",
+    description:
+      "Object id: digits fitting u64 are numeric (042 = 42), anything else is a normalized string id",
     example: "ord_2025_09_12345",
   }),
 });
 const ValueParams = ObjectParams.extend({
   key: z.string().min(1).openapi({
-    description: "Entry key: digits fitting u32 are numeric, anything else is a normalized string key",
+    description:
+      "Entry key: digits fitting u32 are numeric, anything else is a normalized string key",
     example: "status",
   }),
 });
 const PageQuery = z.object({
   prefix: z.string().optional().openapi({ description: "Only ids (keys) starting with this" }),
-  limit: z.string().regex(/^[0-9]+$/).optional().openapi({ description: "Page size; 0 = default (100), capped at 1024" }),
-  cursor: z.string().optional().openapi({ description: "`nextCursor` of the previous page (base64url)" }),
+  limit: z
+    .string()
+    .regex(/^[0-9]+$/)
+    .optional()
+    .openapi({ description: "Page size; 0 = default (100), capped at 1024" }),
+  cursor: z
+    .string()
+    .optional()
+    .openapi({ description: "`nextCursor` of the previous page (base64url)" }),
 });
 const IfMatch = z.object({
-  "if-match": z.string().optional().openapi({ description: 'Expected object version, e.g. "3"', example: '"3"' }),
+  "if-match": z
+    .string()
+    .optional()
+    .openapi({ description: 'Expected object version, e.g. "3"', example: '"3"' }),
 });
 
-const ObjData = z
-  .record(z.string(), z.unknown())
-  .openapi("ObjData", { description: "proto3 canonical JSON of oprc.ObjData (metadata, entries, entriesStr, event)" });
+const ObjData = z.record(z.string(), z.unknown()).openapi("ObjData", {
+  description: "proto3 canonical JSON of oprc.ObjData (metadata, entries, entriesStr, event)",
+});
 const ObjMeta = z
   .record(z.string(), z.unknown())
   .openapi("ObjMeta", { description: "proto3 canonical JSON of oprc.ObjMeta" });
 const ValueIn = z
   .object({
-    value: z.unknown().optional().openapi({ description: "Any JSON; stored as its UTF-8 JSON text (VAL_TYPE_BYTE)" }),
+    value: z
+      .unknown()
+      .optional()
+      .openapi({ description: "Any JSON; stored as its UTF-8 JSON text (VAL_TYPE_BYTE)" }),
     data: z.string().optional().openapi({ description: "base64 bytes (alternative to value)" }),
     type: z.enum(["VAL_TYPE_BYTE", "VAL_TYPE_CRDT_MAP"]).optional(),
   })
@@ -79,13 +99,18 @@ const ValueOut = z
     key: z.string(),
     type: z.enum(["VAL_TYPE_BYTE", "VAL_TYPE_CRDT_MAP"]),
     data: z.string().openapi({ description: "The stored bytes, base64" }),
-    value: z.unknown().optional().openapi({ description: "Present when the bytes are UTF-8 JSON text" }),
+    value: z
+      .unknown()
+      .optional()
+      .openapi({ description: "Present when the bytes are UTF-8 JSON text" }),
     objectVersion: z.string().optional(),
   })
   .openapi("Value");
 const ObjectList = z
   .object({
-    objects: z.array(z.object({ objectId: z.string(), version: z.string(), entryCount: z.string() })),
+    objects: z.array(
+      z.object({ objectId: z.string(), version: z.string(), entryCount: z.string() }),
+    ),
     nextCursor: z.string().optional(),
   })
   .openapi("ObjectList");
@@ -139,7 +164,8 @@ export const ROUTES: readonly RouteConfig[] = [
     operationId: "setObject",
     method: "put",
     path: "/api/class/{cls}/{pid}/objects/{oid}",
-    summary: "Create or replace an object (entries not listed are removed); an empty body makes an empty object",
+    summary:
+      "Create or replace an object (entries not listed are removed); an empty body makes an empty object",
     request: { params: ObjectParams, body: objectBody },
     responses: { 204: noContent, ...errors(400, 413, 415, 422, 501) },
   }),
@@ -149,7 +175,10 @@ export const ROUTES: readonly RouteConfig[] = [
     path: "/api/class/{cls}/{pid}/objects/{oid}",
     summary: "Merge entries into an object and return the merged object",
     request: { params: ObjectParams, body: objectBody },
-    responses: { 200: { description: "The merged object", content: objectOut }, ...errors(400, 406, 413, 415, 422, 501) },
+    responses: {
+      200: { description: "The merged object", content: objectOut },
+      ...errors(400, 406, 413, 415, 422, 501),
+    },
   }),
   createRoute({
     operationId: "deleteObject",
@@ -266,7 +295,10 @@ export const ROUTES: readonly RouteConfig[] = [
       body: { content: { "application/octet-stream": binary }, required: false },
     },
     responses: {
-      200: { description: "OKAY: the function's payload", content: { "application/octet-stream": binary } },
+      200: {
+        description: "OKAY: the function's payload",
+        content: { "application/octet-stream": binary },
+      },
       ...errors(400, 413, 501, 502),
     },
   }),
@@ -280,7 +312,10 @@ export const ROUTES: readonly RouteConfig[] = [
       body: { content: { "application/octet-stream": binary }, required: false },
     },
     responses: {
-      200: { description: "OKAY: the function's payload", content: { "application/octet-stream": binary } },
+      200: {
+        description: "OKAY: the function's payload",
+        content: { "application/octet-stream": binary },
+      },
       ...errors(400, 413, 501, 502),
     },
   }),
@@ -303,7 +338,10 @@ export const ROUTES: readonly RouteConfig[] = [
     path: "/healthz",
     summary: "Liveness: the gateway process answers",
     responses: {
-      200: { description: "Alive", content: { "application/json": { schema: z.object({ status: z.string() }) } } },
+      200: {
+        description: "Alive",
+        content: { "application/json": { schema: z.object({ status: z.string() }) } },
+      },
     },
   }),
   createRoute({
@@ -312,7 +350,10 @@ export const ROUTES: readonly RouteConfig[] = [
     path: "/readyz",
     summary: "Readiness: 503 until the service (or the upstream node) is ready",
     responses: {
-      200: { description: "Ready", content: { "application/json": { schema: z.object({ status: z.string() }) } } },
+      200: {
+        description: "Ready",
+        content: { "application/json": { schema: z.object({ status: z.string() }) } },
+      },
       ...errors(),
     },
   }),
@@ -323,7 +364,12 @@ export const ROUTES: readonly RouteConfig[] = [
     summary: "Normalized id, its xxHash64 and (with ?partitions=N) its hash partition",
     request: {
       params: ClassParams.extend({ id: z.string().min(1) }),
-      query: z.object({ partitions: z.string().regex(/^[0-9]+$/).optional() }),
+      query: z.object({
+        partitions: z
+          .string()
+          .regex(/^[0-9]+$/)
+          .optional(),
+      }),
     },
     responses: {
       200: {
@@ -354,5 +400,10 @@ export const METRICS_ROUTE: RouteConfig = createRoute({
   method: "get",
   path: "/metrics",
   summary: "Prometheus metrics",
-  responses: { 200: { description: "Prometheus text format", content: { "text/plain": { schema: z.string() } } } },
+  responses: {
+    200: {
+      description: "Prometheus text format",
+      content: { "text/plain": { schema: z.string() } },
+    },
+  },
 });

@@ -38,7 +38,11 @@ export function decodeSegment(raw: string, what: string): string {
   try {
     return decodeURIComponent(raw);
   } catch (cause) {
-    throw new GatewayError("bad_request", `${what} segment "${raw}" has malformed percent-encoding`, { cause });
+    throw new GatewayError(
+      "bad_request",
+      `${what} segment "${raw}" has malformed percent-encoding`,
+      { cause },
+    );
   }
 }
 
@@ -52,7 +56,10 @@ export function decodeSegment(raw: string, what: string): string {
 export function parseObjectSegment(raw: string, ids: NormalizeOptions): ObjectIdentity {
   const segment = decodeSegment(raw, "object id");
   if (segment === "." || segment === "..") {
-    throw new GatewayError("bad_request", `object id "${segment}" cannot be addressed in a URL path`);
+    throw new GatewayError(
+      "bad_request",
+      `object id "${segment}" cannot be addressed in a URL path`,
+    );
   }
   try {
     return parsePathSegment(segment, ids);
@@ -71,7 +78,10 @@ export function parseObjectSegment(raw: string, ids: NormalizeOptions): ObjectId
 export function parseKeySegment(raw: string, ids: NormalizeOptions): EntryKey {
   const segment = decodeSegment(raw, "entry key");
   if (segment === "." || segment === "..") {
-    throw new GatewayError("bad_request", `entry key "${segment}" cannot be addressed in a URL path`);
+    throw new GatewayError(
+      "bad_request",
+      `entry key "${segment}" cannot be addressed in a URL path`,
+    );
   }
   if (/^[0-9]{1,20}$/.test(segment)) {
     const n = Number(segment);
@@ -93,7 +103,10 @@ export function parseKeySegment(raw: string, ids: NormalizeOptions): EntryKey {
 export function parsePartitionSegment(raw: string): number {
   const segment = decodeSegment(raw, "partition");
   if (!/^[0-9]{1,10}$/.test(segment) || Number(segment) > I32_MAX) {
-    throw new GatewayError("bad_request", `partition "${segment}" must be an integer in 0..${I32_MAX}`);
+    throw new GatewayError(
+      "bad_request",
+      `partition "${segment}" must be an integer in 0..${I32_MAX}`,
+    );
   }
   return Number(segment);
 }
@@ -111,7 +124,10 @@ export function parseNameSegment(raw: string, what: string): string {
   const bad = /[\u0000-\u001f\u007f-\u009f/]/.exec(segment);
   if (bad !== null) {
     const cp = (bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0");
-    throw new GatewayError("bad_request", `${what} has invalid character U+${cp} at index ${bad.index}`);
+    throw new GatewayError(
+      "bad_request",
+      `${what} has invalid character U+${cp} at index ${bad.index}`,
+    );
   }
   return segment;
 }

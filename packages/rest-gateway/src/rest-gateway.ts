@@ -15,7 +15,13 @@ import {
   type ValData,
   ValDataSchema,
 } from "@oprc/grpc-api";
-import { createTidClock, hashId, type NormalizeOptions, partitionOf, type TidClock } from "@oprc/oprc-id";
+import {
+  createTidClock,
+  hashId,
+  type NormalizeOptions,
+  partitionOf,
+  type TidClock,
+} from "@oprc/oprc-id";
 import type { Context, Env, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
@@ -120,16 +126,26 @@ function parseIfMatch(header: string | undefined): bigint | undefined {
 
 function parseVersion(raw: unknown, where: string): bigint {
   if (typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0) return BigInt(raw);
-  if (typeof raw === "string" && /^[0-9]{1,20}$/.test(raw) && BigInt(raw) <= 0xffff_ffff_ffff_ffffn) {
+  if (
+    typeof raw === "string" &&
+    /^[0-9]{1,20}$/.test(raw) &&
+    BigInt(raw) <= 0xffff_ffff_ffff_ffffn
+  ) {
     return BigInt(raw);
   }
-  throw new GatewayError("unprocessable_entity", `${where} must be an unsigned 64-bit integer (number or decimal string)`);
+  throw new GatewayError(
+    "unprocessable_entity",
+    `${where} must be an unsigned 64-bit integer (number or decimal string)`,
+  );
 }
 
 function parseLimit(raw: string | undefined): number {
   if (raw === undefined || raw === "") return 0;
   if (!/^[0-9]{1,10}$/.test(raw) || Number(raw) > U32_MAX) {
-    throw new GatewayError("bad_request", `limit must be an integer in 0..${U32_MAX}, got "${raw}"`);
+    throw new GatewayError(
+      "bad_request",
+      `limit must be an integer in 0..${U32_MAX}, got "${raw}"`,
+    );
   }
   return Number(raw);
 }
@@ -139,7 +155,9 @@ function parseCursor(raw: string | undefined): Uint8Array | undefined {
   try {
     return decodeBase64(raw, "cursor");
   } catch (cause) {
-    throw new GatewayError("bad_request", "cursor must be the nextCursor of a previous page", { cause });
+    throw new GatewayError("bad_request", "cursor must be the nextCursor of a previous page", {
+      cause,
+    });
   }
 }
 
@@ -183,7 +201,10 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     return o;
   };
 
-  const bind = (route: RouteConfig, handler: (c: Context) => Promise<Response> | Response): void => {
+  const bind = (
+    route: RouteConfig,
+    handler: (c: Context) => Promise<Response> | Response,
+  ): void => {
     app.openAPIRegistry.registerPath(route);
     app.on(route.method.toUpperCase(), route.path.replace(/\{([^}]+)\}/g, ":$1"), handler);
   };
@@ -193,13 +214,18 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     if (e.status >= 500) options.onServerError?.(e, c.req.raw);
     return errorResponse(e);
   });
-  app.notFound((c) => errorResponse(new GatewayError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
+  app.notFound((c) =>
+    errorResponse(new GatewayError("not_found", `no route for ${c.req.method} ${c.req.path}`)),
+  );
   app.use(
     methodNotAllowed({
       app,
       onMethodNotAllowed: (c, methods) =>
         errorResponse(
-          new GatewayError("method_not_allowed", `${c.req.method} is not allowed here; allowed: ${methods.join(", ")}`),
+          new GatewayError(
+            "method_not_allowed",
+            `${c.req.method} is not allowed here; allowed: ${methods.join(", ")}`,
+          ),
           { allow: methods.join(", ") },
         ),
     }),
@@ -207,7 +233,10 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
   app.use(
     bodyLimit({
       maxSize: maxBody,
-      onError: () => errorResponse(new GatewayError("payload_too_large", `request body exceeds ${maxBody} bytes`)),
+      onError: () =>
+        errorResponse(
+          new GatewayError("payload_too_large", `request body exceeds ${maxBody} bytes`),
+        ),
     }),
   );
 
@@ -237,18 +266,26 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
       try {
         return fromJson(ObjDataSchema, json as never);
       } catch (cause) {
-        throw new GatewayError("unprocessable_entity", `body is not an oprc.ObjData: ${(cause as Error).message}`, {
-          cause,
-        });
+        throw new GatewayError(
+          "unprocessable_entity",
+          `body is not an oprc.ObjData: ${(cause as Error).message}`,
+          {
+            cause,
+          },
+        );
       }
     }
     if (kind === "protobuf") {
       try {
         return fromBinary(ObjDataSchema, bytes);
       } catch (cause) {
-        throw new GatewayError("bad_request", `body is not a binary oprc.ObjData: ${(cause as Error).message}`, {
-          cause,
-        });
+        throw new GatewayError(
+          "bad_request",
+          `body is not a binary oprc.ObjData: ${(cause as Error).message}`,
+          {
+            cause,
+          },
+        );
       }
     }
     throw new GatewayError(
@@ -278,9 +315,13 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
       try {
         return fromBinary(ValDataSchema, bytes);
       } catch (cause) {
-        throw new GatewayError("bad_request", `body is not a binary oprc.ValData: ${(cause as Error).message}`, {
-          cause,
-        });
+        throw new GatewayError(
+          "bad_request",
+          `body is not a binary oprc.ValData: ${(cause as Error).message}`,
+          {
+            cause,
+          },
+        );
       }
     }
     throw new GatewayError(
@@ -289,10 +330,18 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     );
   };
 
-  const sendObject = (c: Context, obj: ObjData, status: 200 | 201, headers: Record<string, string>): Response => {
+  const sendObject = (
+    c: Context,
+    obj: ObjData,
+    status: 200 | 201,
+    headers: Record<string, string>,
+  ): Response => {
     const type = negotiate(c.req.header("accept"), [JSON_TYPE, PROTOBUF_TYPE]);
     if (type === PROTOBUF_TYPE) {
-      return new Response(toBinary(ObjDataSchema, obj), { status, headers: { "content-type": PROTOBUF_TYPE, ...headers } });
+      return new Response(toBinary(ObjDataSchema, obj), {
+        status,
+        headers: { "content-type": PROTOBUF_TYPE, ...headers },
+      });
     }
     return c.json(toJson(ObjDataSchema, obj) as object, status, headers);
   };
@@ -322,7 +371,10 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     // The version is read *before* the object: if a write lands in between, the ETag is
     // older than the data and a CAS based on it fails (safe), never the other way round.
     let version: bigint | undefined;
-    for await (const env of data.listObjects({ clsId, partitionId, objectIdPrefix: identity.id, limit: 1 }, opts)) {
+    for await (const env of data.listObjects(
+      { clsId, partitionId, objectIdPrefix: identity.id, limit: 1 },
+      opts,
+    )) {
       if (env.objectId === identity.id) version = env.version;
     }
     const res = await data.get({ clsId, partitionId, ...ref }, opts);
@@ -330,8 +382,11 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     return sendObject(c, res.obj ?? create(ObjDataSchema), 200, headers);
   });
 
-  const identityMeta = (clsId: string, partitionId: number, ref: { objectId: bigint; objectIdStr?: string }) =>
-    create(ObjMetaSchema, { clsId, partitionId, ...ref });
+  const identityMeta = (
+    clsId: string,
+    partitionId: number,
+    ref: { objectId: bigint; objectIdStr?: string },
+  ) => create(ObjMetaSchema, { clsId, partitionId, ...ref });
 
   bind(route("setObject"), async (c) => {
     const { clsId, partitionId, ref } = objectOf(c);
@@ -392,7 +447,11 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     const objects: { objectId: string; version: string; entryCount: string }[] = [];
     let next: Uint8Array | undefined;
     for await (const env of data.listObjects(req, call(c))) {
-      objects.push({ objectId: env.objectId, version: String(env.version), entryCount: String(env.entryCount) });
+      objects.push({
+        objectId: env.objectId,
+        version: String(env.version),
+        entryCount: String(env.entryCount),
+      });
       if (env.nextCursor !== undefined && env.nextCursor.length > 0) next = env.nextCursor;
     }
     return c.json(next === undefined ? { objects } : { objects, nextCursor: cursorText(next) });
@@ -400,29 +459,40 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
 
   // --- values ----------------------------------------------------------------------------
 
-  const valueOf = (c: Context) => {
+  const valueTarget = (c: Context) => {
     const base = objectOf(c);
     const key = parseKeySegment(base.segs[8] ?? "", ids);
     return { ...base, key };
   };
 
   bind(route("getValue"), async (c) => {
-    const { clsId, partitionId, ref, key } = valueOf(c);
+    const { clsId, partitionId, ref, key } = valueTarget(c);
     const type = negotiate(c.req.header("accept"), [JSON_TYPE, BINARY_TYPE, PROTOBUF_TYPE]);
     const res = await data.getValue({ clsId, partitionId, ...ref, ...keyRef(key) }, call(c));
     const value = res.value;
     if (value === undefined) {
-      throw new GatewayError("not_found", `entry "${key.key}" not found in object "${ref.objectIdStr ?? ref.objectId}"`);
+      throw new GatewayError(
+        "not_found",
+        `entry "${key.key}" not found in object "${ref.objectIdStr ?? ref.objectId}"`,
+      );
     }
-    const headers: Record<string, string> = res.objectVersion === undefined ? {} : { etag: etag(res.objectVersion) };
+    const headers: Record<string, string> =
+      res.objectVersion === undefined ? {} : { etag: etag(res.objectVersion) };
     if (type === BINARY_TYPE) {
-      const typeName = value.type === 1 ? "VAL_TYPE_CRDT_MAP" : value.type === 0 ? "VAL_TYPE_BYTE" : String(value.type);
+      const typeName =
+        value.type === 1
+          ? "VAL_TYPE_CRDT_MAP"
+          : value.type === 0
+            ? "VAL_TYPE_BYTE"
+            : String(value.type);
       return new Response(value.data, {
         headers: { "content-type": BINARY_TYPE, [VAL_TYPE_HEADER]: typeName, ...headers },
       });
     }
     if (type === PROTOBUF_TYPE) {
-      return new Response(toBinary(ValDataSchema, value), { headers: { "content-type": PROTOBUF_TYPE, ...headers } });
+      return new Response(toBinary(ValDataSchema, value), {
+        headers: { "content-type": PROTOBUF_TYPE, ...headers },
+      });
     }
     const json: Record<string, unknown> = { key: res.key ?? key.key, ...valueToJson(value) };
     if (res.objectVersion !== undefined) json.objectVersion = String(res.objectVersion);
@@ -430,14 +500,20 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
   });
 
   bind(route("setValue"), async (c) => {
-    const { clsId, partitionId, ref, key } = valueOf(c);
+    const { clsId, partitionId, ref, key } = valueTarget(c);
     const expected = parseIfMatch(c.req.header("if-match"));
     const value = await readValueBody(c);
     if (expected === undefined) {
       await data.setValue({ clsId, partitionId, ...ref, ...keyRef(key), value }, call(c));
     } else {
       await data.batchSetValues(
-        { clsId, partitionId, ...ref, values: { [key.key]: value }, expectedObjectVersion: expected },
+        {
+          clsId,
+          partitionId,
+          ...ref,
+          values: { [key.key]: value },
+          expectedObjectVersion: expected,
+        },
         call(c),
       );
     }
@@ -445,7 +521,7 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
   });
 
   bind(route("deleteValue"), async (c) => {
-    const { clsId, partitionId, ref, key } = valueOf(c);
+    const { clsId, partitionId, ref, key } = valueTarget(c);
     const expected = parseIfMatch(c.req.header("if-match"));
     if (expected === undefined) {
       await data.deleteValue({ clsId, partitionId, ...ref, ...keyRef(key) }, call(c));
@@ -499,9 +575,13 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
         deleteKeys = msg.deleteKeys;
         expected = msg.expectedObjectVersion;
       } catch (cause) {
-        throw new GatewayError("bad_request", `body is not a binary oprc.BatchSetValuesRequest: ${(cause as Error).message}`, {
-          cause,
-        });
+        throw new GatewayError(
+          "bad_request",
+          `body is not a binary oprc.BatchSetValuesRequest: ${(cause as Error).message}`,
+          {
+            cause,
+          },
+        );
       }
     } else {
       throw new GatewayError(
@@ -538,7 +618,7 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     return out;
   };
 
-  const sendInvocation = (c: Context, res: InvocationResponse): Response => {
+  const sendInvocation = (res: InvocationResponse): Response => {
     const statusName = ResponseStatus[res.status] ?? String(res.status);
     const status =
       res.status === ResponseStatus.OKAY
@@ -555,7 +635,8 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
       return errorResponse(new GatewayError(code, `the function answered ${statusName}`), headers);
     }
     let contentType = BINARY_TYPE;
-    for (const [k, v] of Object.entries(res.headers)) if (k.toLowerCase() === "content-type") contentType = v;
+    for (const [k, v] of Object.entries(res.headers))
+      if (k.toLowerCase() === "content-type") contentType = v;
     headers["content-type"] = contentType;
     return new Response(res.payload ?? new Uint8Array(0), { status, headers });
   };
@@ -572,8 +653,11 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     const fnId = parseNameSegment(segs[6] ?? "", "function id");
     const fns = needFunctions();
     const payload = await body(c);
-    const res = await fns.invokeFn({ clsId, partitionId, fnId, options: invocationOptions(c), payload }, call(c));
-    return sendInvocation(c, res);
+    const res = await fns.invokeFn(
+      { clsId, partitionId, fnId, options: invocationOptions(c), payload },
+      call(c),
+    );
+    return sendInvocation(res);
   });
 
   bind(route("invokeObjectFunction"), async (c) => {
@@ -585,7 +669,7 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
       { clsId, partitionId, ...ref, fnId, options: invocationOptions(c), payload },
       call(c),
     );
-    return sendInvocation(c, res);
+    return sendInvocation(res);
   });
 
   // --- service routes --------------------------------------------------------------------
@@ -629,7 +713,10 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
     const n = c.req.query("partitions");
     if (n !== undefined) {
       if (!/^[0-9]{1,10}$/.test(n) || Number(n) < 1 || Number(n) > U32_MAX) {
-        throw new GatewayError("bad_request", `partitions must be an integer in 1..${U32_MAX}, got "${n}"`);
+        throw new GatewayError(
+          "bad_request",
+          `partitions must be an integer in 1..${U32_MAX}, got "${n}"`,
+        );
       }
       out.partitions = Number(n);
       out.partition = partitionOf(identity.id, Number(n));
@@ -707,4 +794,3 @@ function parseBatchJson(json: unknown): {
   }
   return { values, deleteKeys, expected };
 }
-

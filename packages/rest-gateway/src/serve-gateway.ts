@@ -1,6 +1,10 @@
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
 import { serve } from "@hono/node-server";
 import { DataService, OprcFunction } from "@oprc/grpc-api";
 import { createRestGateway, type RestGatewayOptions } from "./rest-gateway.js";
@@ -44,7 +48,14 @@ export interface ServedGateway {
  * ```
  */
 export async function serveGateway(options: ServeGatewayOptions): Promise<ServedGateway> {
-  const { endpoint, protocol = "grpc", invocations = true, port = 8081, hostname = "0.0.0.0", ...rest } = options;
+  const {
+    endpoint,
+    protocol = "grpc",
+    invocations = true,
+    port = 8081,
+    hostname = "0.0.0.0",
+    ...rest
+  } = options;
   const sessionManager = new Http2SessionManager(endpoint);
   const transport =
     protocol === "grpc"

@@ -73,7 +73,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  */
 export function parseValueJson(json: unknown, where: string): ValData {
   if (!isPlainObject(json)) {
-    throw new GatewayError("unprocessable_entity", `${where} must be a JSON object with "value" or "data"`);
+    throw new GatewayError(
+      "unprocessable_entity",
+      `${where} must be a JSON object with "value" or "data"`,
+    );
   }
   for (const field of Object.keys(json)) {
     if (field !== "value" && field !== "data" && field !== "type") {
@@ -86,7 +89,10 @@ export function parseValueJson(json: unknown, where: string): ValData {
   const hasValue = Object.hasOwn(json, "value");
   const hasData = Object.hasOwn(json, "data");
   if (hasValue === hasData) {
-    throw new GatewayError("unprocessable_entity", `${where} needs exactly one of "value" and "data"`);
+    throw new GatewayError(
+      "unprocessable_entity",
+      `${where} needs exactly one of "value" and "data"`,
+    );
   }
   const type = Object.hasOwn(json, "type") ? parseValType(json.type, where) : ValType.BYTE;
   if (hasValue) {
@@ -117,11 +123,22 @@ export function valueToJson(value: ValData): ValueJson & { type: ValTypeName | n
 function parseJsonText(bytes: Uint8Array): { ok: true; value: unknown } | { ok: false } {
   // Cheap pre-check on the first non-blank byte before decoding and parsing.
   let i = 0;
-  while (i < bytes.length && (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09)) i++;
+  while (
+    i < bytes.length &&
+    (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09)
+  )
+    i++;
   const c = bytes[i];
   if (c === undefined) return { ok: false };
   const plausible =
-    c === 0x7b || c === 0x5b || c === 0x22 || c === 0x2d || (c >= 0x30 && c <= 0x39) || c === 0x74 || c === 0x66 || c === 0x6e;
+    c === 0x7b ||
+    c === 0x5b ||
+    c === 0x22 ||
+    c === 0x2d ||
+    (c >= 0x30 && c <= 0x39) ||
+    c === 0x74 ||
+    c === 0x66 ||
+    c === 0x6e;
   if (!plausible) return { ok: false };
   try {
     return { ok: true, value: JSON.parse(strictDecoder.decode(bytes)) };

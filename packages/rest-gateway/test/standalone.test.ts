@@ -1,10 +1,14 @@
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { connectNodeAdapter, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import {
+  connectNodeAdapter,
+  createGrpcTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
 import { DataService, OprcFunction } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveGateway, type ServedGateway } from "../src/index.js";
+import { type ServedGateway, serveGateway } from "../src/index.js";
 import { memoryServiceRoutes } from "./fixtures/memory-data-service.js";
 import { runRestSuite } from "./rest-suite.js";
 
@@ -66,13 +70,21 @@ describe("serveGateway (what the odgm-gateway bin runs)", () => {
     const got = await fetch(`${obj}/values/status`);
     expect(((await got.json()) as { value: string }).value).toBe("shipped");
     expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200);
-    expect((await fetch(`${gateway.url}/api/class/order/0/invokes/echo`, { method: "POST", body: "x" })).status).toBe(200);
+    expect(
+      (await fetch(`${gateway.url}/api/class/order/0/invokes/echo`, { method: "POST", body: "x" }))
+        .status,
+    ).toBe(200);
     // No metrics provider in standalone mode: /metrics is not routed.
     expect((await fetch(`${gateway.url}/metrics`)).status).toBe(404);
   });
 
   it("answers 503 on /readyz and data routes when the upstream is gone, then recovers", async () => {
-    const dead = await serveGateway({ endpoint: "http://127.0.0.1:1", hostname: "127.0.0.1", port: 0, timeoutMs: 2000 });
+    const dead = await serveGateway({
+      endpoint: "http://127.0.0.1:1",
+      hostname: "127.0.0.1",
+      port: 0,
+      timeoutMs: 2000,
+    });
     try {
       const ready = await fetch(`${dead.url}/readyz`);
       expect(ready.status).toBe(503);

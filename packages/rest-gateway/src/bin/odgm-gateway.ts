@@ -18,7 +18,12 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-function intFrom(name: string, raw: string | undefined, min: number, max: number): number | undefined {
+function intFrom(
+  name: string,
+  raw: string | undefined,
+  min: number,
+  max: number,
+): number | undefined {
   if (raw === undefined || raw === "") return undefined;
   if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
     fail(`${name} must be an integer in ${min}..${max}, got "${raw}"`);
@@ -26,7 +31,9 @@ function intFrom(name: string, raw: string | undefined, min: number, max: number
   return Number(raw);
 }
 
-let args: ReturnType<typeof parseArgs<{ options: Record<string, { type: "string" | "boolean" }> }>>["values"];
+let args: ReturnType<
+  typeof parseArgs<{ options: Record<string, { type: "string" | "boolean" }> }>
+>["values"];
 try {
   args = parseArgs({
     options: {
@@ -46,15 +53,23 @@ if (args.help === true) {
 }
 const env = process.env;
 const endpoint = (args.endpoint as string | undefined) ?? env.ODGM_GATEWAY_UPSTREAM;
-if (endpoint === undefined || endpoint === "") fail("--endpoint or ODGM_GATEWAY_UPSTREAM is required");
+if (endpoint === undefined || endpoint === "")
+  fail("--endpoint or ODGM_GATEWAY_UPSTREAM is required");
 try {
   new URL(endpoint);
 } catch {
   fail(`endpoint "${endpoint}" is not a URL`);
 }
 const protocol = (args.protocol as string | undefined) ?? "grpc";
-if (protocol !== "grpc" && protocol !== "connect") fail(`--protocol must be grpc or connect, got "${protocol}"`);
-const port = intFrom("port (ODGM_GATEWAY_PORT)", (args.port as string | undefined) ?? env.ODGM_GATEWAY_PORT, 0, 65535) ?? 8081;
+if (protocol !== "grpc" && protocol !== "connect")
+  fail(`--protocol must be grpc or connect, got "${protocol}"`);
+const port =
+  intFrom(
+    "port (ODGM_GATEWAY_PORT)",
+    (args.port as string | undefined) ?? env.ODGM_GATEWAY_PORT,
+    0,
+    65535,
+  ) ?? 8081;
 const maxLength = intFrom("ODGM_MAX_STRING_ID_LEN", env.ODGM_MAX_STRING_ID_LEN, 1, 65535);
 const unicodeRaw = env.ODGM_STRING_ID_UNICODE;
 if (unicodeRaw !== undefined && unicodeRaw !== "true" && unicodeRaw !== "false") {
@@ -68,10 +83,14 @@ const gateway = await serveGateway({
   hostname: (args.host as string | undefined) ?? env.ODGM_GATEWAY_HOST ?? "0.0.0.0",
   ids: { ...(maxLength === undefined ? {} : { maxLength }), unicode: unicodeRaw === "true" },
   onServerError: (error) => {
-    process.stderr.write(`${JSON.stringify({ level: "error", msg: error.message, cause: String(error.cause) })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ level: "error", msg: error.message, cause: String(error.cause) })}\n`,
+    );
   },
 });
-process.stdout.write(`${JSON.stringify({ level: "info", msg: "odgm-gateway listening", url: gateway.url, upstream: endpoint })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ level: "info", msg: "odgm-gateway listening", url: gateway.url, upstream: endpoint })}\n`,
+);
 
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
