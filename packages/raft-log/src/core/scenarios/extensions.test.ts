@@ -1,0 +1,233 @@
+import { describe, expect, it } from "vitest";
+import { isRaftError } from "../raft-error.js";
+import { bytes, Network } from "../testing/network.js";
+
+const T = 10;
+
+function tickUntil(nt: Network, pred: () => boolean, max = 300): number {
+  for (let i = 0; i < max; i++) {
+    if (pred()) return i;
+    nt.tickAll();
+  }
+  throw new Error("condition not reached");
+}
+
+describe("check-quorum and pre-vote (scenario 41)", () => {
+  it("scenario 41a: a leader without an active quorum steps down; with one it stays", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    for (let i = 0; i < 3 * T; i++) nt.tick(1);
+    expect(nt.raft(1).role).toBe("leader");
+    nt.isolate(1);
+    for (let i = 0; i < 2 * T + 1; i++) nt.tick(1);
+    expect(nt.raft(1).role).toBe("follower");
+  });
+
+  it("scenario 41b: followers in lease refuse votes (superseding), a stuck higher-term candidate is freed", () => {
+    const nt = new Network([1, 2, 3], { raft: { preVote: false } });
+    nt.campaign(1);
+    const term = nt.raft(1).term;
+    nt.campaign(3); // 2 heard from leader 1 recently: ignores 3
+    expect(nt.raft(3).role).toBe("candidate");
+    expect(nt.raft(1).role).toBe("leader");
+    expect(nt.raft(2).term).toBe(term);
+    // leader 1 dies; once 2's lease runs out, 3 can win
+    nt.isolate(1);
+    for (let i = 0; i < T; i++) nt.tick(2);
+    nt.campaign(3);
+    expect(nt.raft(3).role).toBe("leader");
+
+    // FreeStuckCandidateWithCheckQuorum
+    const ns = new Network([1, 2, 3], { raft: { preVote: false } });
+    ns.campaign(1);
+    ns.isolate(1);
+    ns.campaign(3);
+    expect(ns.raft(2).role).toBe("follower");
+    expect(ns.raft(3).role).toBe("candidate");
+    ns.campaign(3);
+    expect(ns.raft(3).term).toBeGreaterThan(ns.raft(1).term);
+    ns.recover();
+    // 1 (still leader) heartbeats 3; 3's higher-term answer makes 1 step down
+    ns.tick(1);
+    expect(ns.raft(1).role).toBe("follower");
+    expect(ns.raft(1).term).toBe(ns.raft(3).term);
+    tickUntil(ns, () => ns.leaders().length === 1);
+    ns.propose(ns.leaders()[0] as number, "freed");
+  });
+
+  it("scenario 41c: NodeWithSmallerTermCanCompleteElection and PreVoteWithSplitVote", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    nt.propose(1, "a");
+    // 3 is cut off while leadership moves 1 → 2 (a higher term), so 3 has a smaller term.
+    nt.isolate(3);
+    nt.raft(1).transferLeader(2);
+    nt.stabilize();
+    const leader = 2;
+    expect(nt.raft(leader).role).toBe("leader");
+    nt.propose(leader, "a2");
+    expect(nt.raft(3).term).toBeLessThan(nt.raft(leader).term);
+    // 3 rejoins just as the leader is cut off: the other two must still elect someone.
+    nt.recover();
+    nt.isolate(leader);
+    const rest = [1, 2, 3].filter((id) => id !== leader);
+    tickUntil(nt, () => rest.some((id) => nt.raft(id).role === "leader"));
+    const newLeader = rest.find((id) => nt.raft(id).role === "leader") as number;
+    nt.propose(newLeader, "b");
+    expect(nt.raft(newLeader).status().commit).toBe(nt.raft(newLeader).status().lastIndex);
+
+    // PreVoteWithSplitVote: two nodes pre-campaign at once after the leader dies.
+    const ns = new Network([1, 2, 3]);
+    ns.campaign(1);
+    ns.isolate(1);
+    for (let i = 0; i < T; i++) {
+      ns.raft(2).tick();
+      ns.raft(3).tick();
+    }
+    ns.raft(2).campaign();
+    ns.raft(3).campaign();
+    ns.stabilize();
+    tickUntil(ns, () => [2, 3].filter((id) => ns.raft(id).role === "leader").length === 1);
+    expect([2, 3].filter((id) => ns.raft(id).role === "leader")).toHaveLength(1);
+  });
+
+  it("scenario 41d: partial partition (A–B, B–C up; A–C down) keeps committing, at most one leader change", () => {
+    for (const start of [1, 2]) {
+      const nt = new Network([1, 2, 3]);
+      nt.campaign(start);
+      nt.cutLink(1, 3);
+      const leaders = new Set<string>();
+      let committed = 0;
+      for (let round = 0; round < 40; round++) {
+        nt.tickAll(2);
+        const l = nt.leaders();
+        const lead = l.find((id) => nt.raft(id).status().commit > 0);
+        if (lead === undefined) continue;
+        leaders.add(`${lead}@${nt.raft(lead).term}`);
+        const before = nt.raft(lead).status().commit;
+        try {
+          nt.propose(lead, `w${round}`);
+          nt.tickAll();
+        } catch (e) {
+          if (!isRaftError(e)) throw e;
+        }
+        if (nt.raft(lead).status().commit > before) committed++;
+      }
+      expect(leaders.size, `start ${start}`).toBeLessThanOrEqual(2);
+      expect(committed).toBeGreaterThanOrEqual(35);
+    }
+  });
+});
+
+describe("reads and leader transfer (scenario 42)", () => {
+  const ctx = (s: string): Uint8Array => bytes(s);
+
+  it("scenario 42a: ReadIndex waits for a quorum heartbeat round and applied ≥ index", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    nt.propose(1, "x");
+    nt.isolate(1);
+    nt.raft(1).readIndex(ctx("r1"));
+    nt.stabilize();
+    expect(nt.node(1).readStates).toHaveLength(0); // no quorum ack yet
+    nt.recover();
+    nt.tick(1);
+    expect(nt.node(1).readStates).toEqual([{ index: 2, context: ctx("r1") }]);
+    // via a follower
+    nt.raft(3).readIndex(ctx("r3"));
+    nt.stabilize();
+    expect(nt.node(3).readStates).toEqual([{ index: 2, context: ctx("r3") }]);
+    expect(nt.raft(3).status().applied).toBeGreaterThanOrEqual(2);
+  });
+
+  it("scenario 42b: a fresh leader defers ReadIndex until it commits in its own term", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    nt.propose(1, "x");
+    nt.filter = (m) => m.type !== "app_resp"; // the new leader cannot commit its no-op
+    nt.isolate(1);
+    tickUntil(nt, () => nt.leaders().some((id) => id !== 1));
+    const l = nt.leaders().find((id) => id !== 1) as number;
+    const term = nt.raft(l).term;
+    expect(nt.raft(l).entryAt(nt.raft(l).status().commit)?.term).not.toBe(term);
+    nt.raft(l).readIndex(ctx("early"));
+    nt.tick(l);
+    nt.tick(l);
+    expect(nt.node(l).readStates).toHaveLength(0);
+    nt.filter = undefined;
+    nt.tick(l);
+    nt.tick(l);
+    expect(nt.node(l).readStates.map((r) => new TextDecoder().decode(r.context))).toEqual(["early"]);
+    expect(nt.node(l).readStates[0]?.index).toBe(nt.raft(l).status().commit);
+    expect(nt.raft(l).entryAt(nt.node(l).readStates[0]?.index ?? 0)?.term).toBe(term);
+  });
+
+  it("scenario 42c: lease reads are immediate while the lease holds and fail closed once it expired", () => {
+    const nt = new Network([1, 2, 3], { raft: { readOnlyOption: "lease_based" } });
+    nt.campaign(1);
+    nt.tickAll(2);
+    nt.raft(1).readIndex(ctx("lease"));
+    const out = nt.drain(1);
+    expect(out.filter((m) => m.type === "heartbeat")).toHaveLength(0); // no round trip
+    expect(nt.node(1).readStates).toHaveLength(1);
+    nt.isolate(1);
+    let served = 0;
+    let refused = 0;
+    for (let t = 1; t <= 3 * T; t++) {
+      nt.tick(1);
+      try {
+        nt.raft(1).readIndex(ctx(`t${t}`));
+        nt.stabilize();
+        served++;
+        expect(t).toBeLessThan(T); // never after the lease expired
+      } catch (e) {
+        if (!isRaftError(e, "lease_expired") && !isRaftError(e, "no_leader")) throw e;
+        refused++;
+      }
+    }
+    expect(served).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(0);
+  });
+
+  it("scenario 42d: leader transfer — up to date, slow follower, proposals rejected, timeout", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    nt.raft(1).transferLeader(2);
+    nt.stabilize();
+    expect(nt.raft(2).role).toBe("leader");
+    expect(nt.raft(1).role).toBe("follower");
+    expect(nt.log.filter((m) => m.type === "timeout_now")).toHaveLength(1);
+
+    // slow follower: caught up first
+    const ns = new Network([1, 2, 3]);
+    ns.campaign(1);
+    ns.isolate(3);
+    for (let i = 0; i < 5; i++) ns.propose(1, `p${i}`);
+    ns.recover();
+    ns.raft(1).transferLeader(3);
+    ns.stabilize();
+    ns.tickAll(2);
+    expect(ns.raft(3).role).toBe("leader");
+    expect(ns.raft(3).status().commit).toBeGreaterThanOrEqual(7);
+
+    // proposals rejected during the transfer, abandoned after an election timeout
+    const nr = new Network([1, 2, 3]);
+    nr.campaign(1);
+    nr.isolate(3);
+    nr.raft(1).transferLeader(3);
+    nr.stabilize();
+    expect(nr.raft(1).status().leadTransferee).toBe(3);
+    let err: unknown;
+    try {
+      nr.raft(1).propose(bytes("during"));
+    } catch (e) {
+      err = e;
+    }
+    expect(isRaftError(err, "transfer_in_progress")).toBe(true);
+    for (let i = 0; i < T; i++) nr.tick(1);
+    expect(nr.raft(1).status().leadTransferee).toBe(0);
+    expect(nr.raft(1).role).toBe("leader");
+    nr.propose(1, "after");
+    expect(nr.raft(1).status().commit).toBe(2);
+  });
+});
