@@ -108,8 +108,22 @@ function timeoutError(ms: number): DOMException {
   return new DOMException(`trigger dispatch exceeded ${ms} ms`, "TimeoutError");
 }
 
-const TIMED_OUT: unique symbol = Symbol("timed-out");
-const ABORTED: unique symbol = Symbol("aborted");
+// One dispatch awaiting an asynchronous sink.
+interface Inflight {
+  readonly invocation: TriggerInvocation;
+  readonly deadline: number;
+  controller: AbortController | undefined;
+  done: boolean;
+  resolve: (() => void) | undefined;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === "object" || typeof value === "function") &&
+    typeof (value as { then?: unknown }).then === "function"
+  );
+}
 
 /**
  * Creates the event dispatcher of one shard and starts its consumer.
@@ -176,7 +190,12 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
 
   const queue = new BoundedRing<QueuedEvent>(config.queueBound);
   const subscribers = new Set<Subscription>();
-  const inflight = new Set<AbortController>();
+  const inflight = new Set<Inflight>();
+  // Deadlines in start order; the timeout is constant, so this is also deadline order and
+  // one timer for the earliest deadline serves every in-flight dispatch.
+  let deadlines: Inflight[] = [];
+  let deadlineHead = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
 
   const m = {
     accepted: 0,
@@ -249,38 +268,94 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
     }
   }
 
-  async function dispatchOne(invocation: TriggerInvocation): Promise<void> {
-    const s = sink as TriggerSink;
-    const controller = new AbortController();
-    inflight.add(controller);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      // Settles on timeout or abort even when the sink ignores its signal, so a stuck
-      // sink holds the consumer for at most `triggerTimeoutMs`.
-      const stop = new Promise<typeof TIMED_OUT | typeof ABORTED>((resolve) => {
-        timer = setTimeout(() => resolve(TIMED_OUT), config.triggerTimeoutMs);
-        controller.signal.addEventListener("abort", () => resolve(ABORTED), { once: true });
-      });
-      const result = await Promise.race([
-        Promise.resolve(s.dispatch(invocation, { signal: controller.signal })),
-        stop,
-      ]);
-      if (result === TIMED_OUT) {
-        const err = timeoutError(config.triggerTimeoutMs);
-        controller.abort(err);
-        failed(invocation.match, err, true);
-      } else if (result === ABORTED || controller.signal.aborted) {
-        failed(invocation.match, controller.signal.reason, false);
-      } else {
-        m.triggersDispatched++;
-        if (hooks.onTriggerDispatched) safe(() => hooks.onTriggerDispatched?.(invocation));
+  function armTimer(): void {
+    while (deadlineHead < deadlines.length && (deadlines[deadlineHead] as Inflight).done) {
+      deadlineHead++;
+    }
+    if (deadlineHead > 1024 && deadlineHead * 2 > deadlines.length) {
+      deadlines = deadlines.slice(deadlineHead);
+      deadlineHead = 0;
+    }
+    const head = deadlines[deadlineHead];
+    if (head === undefined) {
+      deadlines = [];
+      deadlineHead = 0;
+      return;
+    }
+    timer = setTimeout(onTimer, Math.max(0, head.deadline - performance.now()));
+    timer.unref?.();
+  }
+
+  function onTimer(): void {
+    timer = undefined;
+    const t = performance.now();
+    while (deadlineHead < deadlines.length) {
+      const rec = deadlines[deadlineHead] as Inflight;
+      if (!rec.done) {
+        if (rec.deadline > t) break;
+        settle(rec, "timeout", timeoutError(config.triggerTimeoutMs));
       }
+      deadlineHead++;
+    }
+    armTimer();
+  }
+
+  function settle(rec: Inflight, outcome: "ok" | "error" | "timeout", err?: unknown): void {
+    if (rec.done) return;
+    rec.done = true;
+    inflight.delete(rec);
+    if (outcome === "ok") succeeded(rec.invocation);
+    else {
+      if (outcome === "timeout") rec.controller?.abort(err);
+      failed(rec.invocation.match, err, outcome === "timeout");
+    }
+    rec.resolve?.();
+  }
+
+  function succeeded(invocation: TriggerInvocation): void {
+    m.triggersDispatched++;
+    if (hooks.onTriggerDispatched) safe(() => hooks.onTriggerDispatched?.(invocation));
+  }
+
+  // Hands one invocation to the sink. A synchronous sink costs no promise, timer or
+  // AbortController (the signal is created on first access); an asynchronous one is
+  // bounded by `triggerTimeoutMs` even when it ignores its signal.
+  function dispatchOne(invocation: TriggerInvocation): Promise<void> | undefined {
+    const rec: Inflight = {
+      invocation,
+      deadline: 0,
+      controller: undefined,
+      done: false,
+      resolve: undefined,
+    };
+    const options = {
+      get signal(): AbortSignal {
+        rec.controller ??= new AbortController();
+        return rec.controller.signal;
+      },
+    };
+    let result: unknown;
+    try {
+      result = (sink as TriggerSink).dispatch(invocation, options);
     } catch (err) {
       failed(invocation.match, err, false);
-    } finally {
-      clearTimeout(timer);
-      inflight.delete(controller);
+      return undefined;
     }
+    if (!isThenable(result)) {
+      succeeded(invocation);
+      return undefined;
+    }
+    (rec as { deadline: number }).deadline = performance.now() + config.triggerTimeoutMs;
+    inflight.add(rec);
+    deadlines.push(rec);
+    if (timer === undefined) armTimer();
+    return new Promise<void>((resolve) => {
+      rec.resolve = resolve;
+      result.then(
+        () => settle(rec, "ok"),
+        (err: unknown) => settle(rec, "error", err),
+      );
+    });
   }
 
   function failed(match: TriggerMatch, err: unknown, timedOut: boolean): void {
@@ -296,7 +371,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
   ): Promise<unknown> | undefined {
     if (matches.length === 0) return undefined;
     const next = depth + 1;
-    const pending: Promise<void>[] = [];
+    let pending: Promise<void>[] | undefined;
     for (const match of matches) {
       if (next > config.maxTriggerDepth) {
         m.triggerDepthExceeded++;
@@ -311,9 +386,13 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
         failed(match, err, false);
         continue;
       }
-      pending.push(dispatchOne(invocation));
+      const p = dispatchOne(invocation);
+      if (p !== undefined) {
+        pending ??= [];
+        pending.push(p);
+      }
     }
-    return pending.length === 0 ? undefined : Promise.all(pending);
+    return pending === undefined ? undefined : Promise.all(pending);
   }
 
   function processMutation(ev: MutationEvent): Promise<unknown> | undefined {
@@ -452,7 +531,11 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
       let discarded = 0;
       const abortRest = (): void => {
         discarded += queue.clear();
-        for (const c of inflight) c.abort(new EventV2Error("closed", "dispatcher closed"));
+        const reason = new EventV2Error("closed", "dispatcher closed");
+        for (const rec of [...inflight]) {
+          rec.controller?.abort(reason);
+          settle(rec, "error", reason);
+        }
       };
       if (!drain) abortRest();
       const signal = opts?.signal;

@@ -4,8 +4,8 @@
 //
 // Micro benchmarks run an inner loop of INNER calls over 64 distinct inputs so the
 // harness's per-call timer overhead is spread out; figures are per call.
-import { create } from "@bufbuild/protobuf";
-import { EventType, ObjectEventSchema } from "@oprc/grpc-api";
+import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { EventType, ObjectEventSchema, TriggerPayloadSchema } from "@oprc/grpc-api";
 import { test } from "vitest";
 import { createEventDispatcher } from "./event-dispatcher.js";
 import { changedKey, type MutationContext, mutationContextFromResult } from "./mutation-context.js";
@@ -70,6 +70,7 @@ const plainPayloads = payloads.map((p) => ({
   },
 }));
 
+const utf8 = new TextEncoder();
 let sink = 0;
 const loop =
   (f: (i: number) => unknown): (() => void) =>
@@ -116,6 +117,12 @@ const ops = {
   "payload encoding (JSON)": loop((i) =>
     encodeTriggerPayload(payloads[i] as (typeof payloads)[number], "json"),
   ),
+  "reference: protobuf-es toBinary": loop((i) =>
+    toBinary(TriggerPayloadSchema, payloads[i] as (typeof payloads)[number]),
+  ),
+  "reference: protobuf-es toJsonString + UTF-8": loop((i) =>
+    utf8.encode(toJsonString(TriggerPayloadSchema, payloads[i] as (typeof payloads)[number])),
+  ),
   "baseline: JSON.stringify of the same payload as a plain object": loop((i) =>
     JSON.stringify(plainPayloads[i]),
   ),
@@ -153,7 +160,7 @@ test("hot-path operations", async ({ bench }) => {
   const jsonBase = ns("baseline: JSON.stringify of the same payload as a plain object");
   const rows = names.map((n) => {
     const rust = rustOf[n];
-    const against = n.includes("JSON") ? jsonBase : base;
+    const against = /json/i.test(n) ? jsonBase : base;
     return `| ${n} | ${ns(n).toFixed(1)} | ${(ns(n) / against).toFixed(2)}× | ${
       rust === undefined ? "—" : `${rust} ns → ${(ns(n) / rust).toFixed(2)}×`
     } |`;
@@ -164,6 +171,8 @@ test("hot-path operations", async ({ bench }) => {
       "|---|---|---|---|",
       ...rows,
     ].join("\n"),
+    `\nprotobuf: ours / protobuf-es = ${(ns("payload encoding (protobuf)") / ns("reference: protobuf-es toBinary")).toFixed(2)}×`,
+    `\nJSON: ours / protobuf-es = ${(ns("payload encoding (JSON)") / ns("reference: protobuf-es toJsonString + UTF-8")).toFixed(2)}×`,
     `\n(sink ${sink})`,
   );
 });

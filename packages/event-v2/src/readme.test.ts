@@ -30,7 +30,7 @@ describe("README example", () => {
       '{"accepted":true,"seq":1}',
       "invoke audit/record-change stateless",
       'event 1 [{"key":"email","numeric":false,"action":"update"}]',
-      '{"drained":1,"discarded":0,"queueDrops":0}',
+      '{"drained":0,"discarded":0,"queueDrops":0}',
       "1",
     ]);
   });
