@@ -321,6 +321,38 @@ describe("EventDispatcher triggers", () => {
     await d.close();
   });
 
+  it("async sinks: resolved promises count as dispatched, every stuck dispatch times out", async () => {
+    const signals: AbortSignal[] = [];
+    const sink: TriggerSink = {
+      dispatch(inv, { signal }) {
+        if (inv.request.fnId === "stuck") {
+          signals.push(signal);
+          return new Promise(() => {});
+        }
+        return new Promise<void>((resolve) => setImmediate(resolve));
+      },
+    };
+    const d = createEventDispatcher({ sink, triggerTimeoutMs: 3 });
+    const config = objectEvent({
+      dataStr: {
+        a: { onCreate: [fnTarget("stuck"), fnTarget("ok")] },
+        b: { onCreate: [fnTarget("ok")] },
+      },
+    });
+    for (const k of ["a", "b", "a", "a", "b"]) {
+      d.tryEnqueue(mutation([[k, "create"]], { eventConfig: config }));
+    }
+    await d.idle();
+    expect(d.metrics()).toMatchObject({
+      triggersDispatched: 5,
+      triggerFailures: 3,
+      triggerTimeouts: 3,
+    });
+    expect(signals).toHaveLength(3);
+    expect(signals.every((s) => s.aborted)).toBe(true);
+    await d.close();
+  });
+
   it("stops trigger chains past the depth limit and counts them", async () => {
     const { sink, calls } = recordingSink();
     const exceeded: number[] = [];
