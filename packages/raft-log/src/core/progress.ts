@@ -1,10 +1,10 @@
 import type { ConfState, Snapshot } from "../types.js";
 import {
   type JointConfig,
-  type VoteResult,
   jointCommitted,
   jointIds,
   jointVote,
+  type VoteResult,
 } from "./quorum.js";
 
 /** Replication state of one follower as seen by the leader. */

@@ -64,7 +64,10 @@ export class RaftError extends Error {
     message: string,
     options: { cause?: unknown; leaderHint?: number } = {},
   ) {
-    super(`[${code}] ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      `[${code}] ${message}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.code = code;
     this.leaderHint = options.leaderHint ?? 0;
   }

@@ -214,7 +214,10 @@ export class RaftLog {
   appliedTo(i: number): void {
     if (i === 0) return;
     if (i > this.committed || i < this.applied) {
-      throw new RaftError("invalid_state", `applied ${i} out of range [${this.applied}, ${this.committed}]`);
+      throw new RaftError(
+        "invalid_state",
+        `applied ${i} out of range [${this.applied}, ${this.committed}]`,
+      );
     }
     this.applied = i;
   }

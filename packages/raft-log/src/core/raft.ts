@@ -1,12 +1,8 @@
 import type { ConfChange, ConfState, Entry, HardState, Snapshot } from "../types.js";
-import {
-  applyConfChange,
-  type ConfChangeCodec,
-  jsonConfChangeCodec,
-} from "./conf-change.js";
+import { applyConfChange, type ConfChangeCodec, jsonConfChangeCodec } from "./conf-change.js";
 import { createMessage, type Message, type MessageType } from "./message.js";
 import { createPrng } from "./prng.js";
-import { Progress, ProgressTracker } from "./progress.js";
+import { type Progress, ProgressTracker } from "./progress.js";
 import { RaftError } from "./raft-error.js";
 import { type LogReader, RaftLog } from "./raft-log.js";
 import { contextKey, ReadOnly, type ReadState } from "./read-only.js";
@@ -200,7 +196,10 @@ export class Raft {
     this.electionTimeout = o.electionTick ?? 10;
     this.heartbeatTimeout = o.heartbeatTick ?? 1;
     if (this.heartbeatTimeout <= 0 || this.electionTimeout <= this.heartbeatTimeout) {
-      throw new RaftError("invalid_argument", "electionTick must be greater than heartbeatTick > 0");
+      throw new RaftError(
+        "invalid_argument",
+        "electionTick must be greater than heartbeatTick > 0",
+      );
     }
     this.random = o.random ?? createPrng(o.id);
     this.preVote = o.preVote ?? true;
@@ -1159,7 +1158,9 @@ export class Raft {
     if (this.pendingConfIndex > this.log.applied || this.leadTransferee !== 0) return;
     const leave: ConfChange = { changes: [], transition: "auto" };
     const idx = this.log.lastIndex() + 1;
-    this.appendEntries([{ index: 0, term: 0, type: "conf_change", data: this.codec.encode(leave) }]);
+    this.appendEntries([
+      { index: 0, term: 0, type: "conf_change", data: this.codec.encode(leave) },
+    ]);
     this.pendingConfIndex = idx;
     this.bcastAppend();
   }

@@ -7,7 +7,12 @@ import { TestStorage } from "../testing/test-storage.js";
 
 const noPre = { preVote: false, checkQuorum: false } as const;
 
-function storageAt(term: number, vote: number, voters: number[], terms: number[] = []): TestStorage {
+function storageAt(
+  term: number,
+  vote: number,
+  voters: number[],
+  terms: number[] = [],
+): TestStorage {
   const s = TestStorage.withTerms(terms, voters);
   s.hard = { term, vote, commit: 0 };
   s.sync();
@@ -65,7 +70,16 @@ describe("terms and basic RPCs (§5.1)", () => {
     h.raft.tick();
     const before = h.raft.status();
     h.raft.step(
-      msg({ type: "app", from: 3, to: 1, term: 3, index: 2, logTerm: 2, entries: ents(3, [3]), commit: 3 }),
+      msg({
+        type: "app",
+        from: 3,
+        to: 1,
+        term: 3,
+        index: 2,
+        logTerm: 2,
+        entries: ents(3, [3]),
+        commit: 3,
+      }),
     );
     const out = take(h);
     const after = h.raft.status();
@@ -73,7 +87,9 @@ describe("terms and basic RPCs (§5.1)", () => {
     expect(after.commit).toBe(1);
     expect(after.lead).toBe(2);
     expect(after.electionElapsed).toBe(before.electionElapsed); // timer not reset
-    expect(out).toEqual([expect.objectContaining({ type: "app_resp", to: 3, term: 5, reject: true })]);
+    expect(out).toEqual([
+      expect.objectContaining({ type: "app_resp", to: 3, term: 5, reject: true }),
+    ]);
   });
 
   it("scenario 3: stale RequestVote rejected, vote unchanged, reply carries current term", () => {

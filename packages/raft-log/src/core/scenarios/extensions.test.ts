@@ -157,7 +157,9 @@ describe("reads and leader transfer (scenario 42)", () => {
     nt.filter = undefined;
     nt.tick(l);
     nt.tick(l);
-    expect(nt.node(l).readStates.map((r) => new TextDecoder().decode(r.context))).toEqual(["early"]);
+    expect(nt.node(l).readStates.map((r) => new TextDecoder().decode(r.context))).toEqual([
+      "early",
+    ]);
     expect(nt.node(l).readStates[0]?.index).toBe(nt.raft(l).status().commit);
     expect(nt.raft(l).entryAt(nt.node(l).readStates[0]?.index ?? 0)?.term).toBe(term);
   });

@@ -41,7 +41,18 @@ describe("membership (§6)", () => {
     // A forwarded second change is turned into a no-op.
     const before = nt.raft(1).status().lastIndex;
     nt.raft(1).step(
-      msg({ type: "prop", from: 2, entries: [{ index: 0, term: 0, type: "conf_change", data: jsonConfChangeCodec.encode(addLearner(5)) }] }),
+      msg({
+        type: "prop",
+        from: 2,
+        entries: [
+          {
+            index: 0,
+            term: 0,
+            type: "conf_change",
+            data: jsonConfChangeCodec.encode(addLearner(5)),
+          },
+        ],
+      }),
     );
     expect(nt.raft(1).entryAt(before + 1)?.type).toBe("normal");
     nt.recover();
@@ -51,7 +62,9 @@ describe("membership (§6)", () => {
 
     // New leader inheriting an uncommitted conf change.
     const s = TestStorage.withTerms([1], [1, 2, 3]);
-    s.ents = [{ index: 1, term: 1, type: "conf_change", data: jsonConfChangeCodec.encode(addLearner(4)) }];
+    s.ents = [
+      { index: 1, term: 1, type: "conf_change", data: jsonConfChangeCodec.encode(addLearner(4)) },
+    ];
     s.hard = { term: 1, vote: 0, commit: 0 };
     s.sync();
     const h = newHarness(1, [1, 2, 3], { storage: s, preVote: false });
@@ -75,7 +88,7 @@ describe("membership (§6)", () => {
     expect(jointCommitted(cfg, acked({ 1: 5, 2: 5, 4: 5, 5: 4 }))).toBe(4);
     expect(jointVote(cfg, (id) => (id <= 2 ? true : undefined))).toBe("pending");
     expect(jointVote(cfg, (id) => (id <= 2 ? true : id === 4 ? false : undefined))).toBe("pending");
-    expect(jointVote(cfg, (id) => id <= 2 || id === 4 ? id !== 4 : false)).toBe("lost");
+    expect(jointVote(cfg, (id) => (id <= 2 || id === 4 ? id !== 4 : false))).toBe("lost");
 
     // The core: leader 1 in a joint config {1,2,3} → {3,4,5}.
     const s = new TestStorage({ voters: [3, 4, 5], votersOutgoing: [1, 2, 3] });
@@ -139,7 +152,8 @@ describe("membership (§6)", () => {
     nt.isolate(4);
     nt.raft(1).proposeConfChange(remove(4));
     const removal = nt.raft(1).status().lastIndex;
-    nt.filter = (m) => !(m.type === "app" && m.to === 3 && m.entries.some((e) => e.index > removal));
+    nt.filter = (m) =>
+      !(m.type === "app" && m.to === 3 && m.entries.some((e) => e.index > removal));
     nt.stabilize();
     nt.propose(1, "pending");
     const x = nt.raft(1).status().lastIndex;
@@ -197,8 +211,12 @@ describe("membership (§6)", () => {
     expect(nt.raft(1).role).toBe("leader");
     expect(nt.raft(1).term).toBe(term);
     // DisruptiveFollowerPreVote: even a higher-term node is ignored by followers in lease
-    nt.raft(1).step(msg({ type: "vote", from: 3, to: 1, term: term + 5, index: 99, logTerm: term + 5 }));
-    nt.raft(2).step(msg({ type: "vote", from: 3, to: 2, term: term + 5, index: 99, logTerm: term + 5 }));
+    nt.raft(1).step(
+      msg({ type: "vote", from: 3, to: 1, term: term + 5, index: 99, logTerm: term + 5 }),
+    );
+    nt.raft(2).step(
+      msg({ type: "vote", from: 3, to: 2, term: term + 5, index: 99, logTerm: term + 5 }),
+    );
     expect(nt.raft(1).role).toBe("leader");
     expect(nt.raft(2).term).toBe(term);
     // a removed node's timer firing does nothing

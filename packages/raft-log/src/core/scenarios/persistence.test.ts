@@ -8,7 +8,9 @@ describe("crashes, timing and persistence (§5.5, §5.6)", () => {
   it("scenario 29: persist before replying; a crash before fsync loses no acked entry or promised vote", () => {
     // Follower: the ack travels in the same Ready as the entries it acknowledges.
     const f = newHarness(2, [1, 2, 3]);
-    f.raft.step(msg({ type: "app", from: 1, to: 2, term: 1, index: 0, logTerm: 0, entries: ents(1, [1, 1]) }));
+    f.raft.step(
+      msg({ type: "app", from: 1, to: 2, term: 1, index: 0, logTerm: 0, entries: ents(1, [1, 1]) }),
+    );
     const rd = f.raft.ready();
     expect(rd.entries.map((e) => e.index)).toEqual([1, 2]);
     expect(rd.mustSync).toBe(true);
@@ -58,7 +60,8 @@ describe("crashes, timing and persistence (§5.5, §5.6)", () => {
     // Leader: sends while writing, but counts itself only after its own fsync (advance).
     const l = newHarness(1, [1, 2, 3], { preVote: false, checkQuorum: false });
     electLeader(l);
-    for (const id of [2, 3]) l.raft.step(msg({ type: "app_resp", from: id, to: 1, term: 1, index: 1 }));
+    for (const id of [2, 3])
+      l.raft.step(msg({ type: "app_resp", from: id, to: 1, term: 1, index: 1 }));
     take(l);
     l.raft.propose(bytes("p"));
     const lr = l.raft.ready();

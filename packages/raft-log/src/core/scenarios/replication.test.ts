@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { Message } from "../message.js";
 import { isRaftError } from "../raft-error.js";
-import { electLeader, ents, type Harness, logTerms, msg, newHarness, take } from "../testing/harness.js";
+import {
+  electLeader,
+  ents,
+  type Harness,
+  logTerms,
+  msg,
+  newHarness,
+  take,
+} from "../testing/harness.js";
 import { appliedData, bytes, Network } from "../testing/network.js";
 import { TestStorage } from "../testing/test-storage.js";
 
@@ -18,7 +26,8 @@ describe("log replication (§5.3)", () => {
   it("scenario 14: the leader appends and persists first, then sends with the right prev", () => {
     const h = newHarness(1, [1, 2, 3], noPre);
     electLeader(h);
-    for (const id of [2, 3]) h.raft.step(msg({ type: "app_resp", from: id, to: 1, term: 1, index: 1 }));
+    for (const id of [2, 3])
+      h.raft.step(msg({ type: "app_resp", from: id, to: 1, term: 1, index: 1 }));
     take(h);
     h.raft.propose(bytes("some data"));
     const rd = h.raft.ready();
@@ -37,7 +46,8 @@ describe("log replication (§5.3)", () => {
     const h = newHarness(1, [1, 2, 3, 4, 5], noPre);
     electLeader(h);
     // ack the no-op from everyone
-    for (const id of [2, 3, 4, 5]) h.raft.step(msg({ type: "app_resp", from: id, to: 1, term: 1, index: 1 }));
+    for (const id of [2, 3, 4, 5])
+      h.raft.step(msg({ type: "app_resp", from: id, to: 1, term: 1, index: 1 }));
     take(h);
     h.raft.propose(bytes("x"));
     take(h);
@@ -103,11 +113,23 @@ describe("log replication (§5.3)", () => {
     const h = follower([1, 2, 2, 5], 5);
     h.raft.step(msg({ type: "app", from: 2, to: 1, term: 5, index: 4, logTerm: 4 }));
     expect(take(h)).toEqual([
-      expect.objectContaining({ type: "app_resp", reject: true, index: 4, rejectHint: 3, logTerm: 2 }),
+      expect.objectContaining({
+        type: "app_resp",
+        reject: true,
+        index: 4,
+        rejectHint: 3,
+        logTerm: 2,
+      }),
     ]);
     h.raft.step(msg({ type: "app", from: 2, to: 1, term: 5, index: 7, logTerm: 5 }));
     expect(take(h)).toEqual([
-      expect.objectContaining({ type: "app_resp", reject: true, index: 7, rejectHint: 4, logTerm: 5 }),
+      expect.objectContaining({
+        type: "app_resp",
+        reject: true,
+        index: 7,
+        rejectHint: 4,
+        logTerm: 5,
+      }),
     ]);
     expect(h.raft.status().lastIndex).toBe(4);
   });
@@ -123,7 +145,15 @@ describe("log replication (§5.3)", () => {
     for (const [index, logTerm, terms, want] of cases) {
       const h = follower([1, 2], 2);
       h.raft.step(
-        msg({ type: "app", from: 2, to: 1, term: 4, index, logTerm, entries: ents(index + 1, terms) }),
+        msg({
+          type: "app",
+          from: 2,
+          to: 1,
+          term: 4,
+          index,
+          logTerm,
+          entries: ents(index + 1, terms),
+        }),
       );
       take(h);
       expect(logTerms(h.raft), `${index}/${terms}`).toEqual(want);
@@ -131,7 +161,9 @@ describe("log replication (§5.3)", () => {
     }
     // Re-delivering an older, shorter, matching append must not cut the longer log.
     const h = follower([1, 1, 1, 1, 1], 1);
-    h.raft.step(msg({ type: "app", from: 2, to: 1, term: 1, index: 1, logTerm: 1, entries: ents(2, [1]) }));
+    h.raft.step(
+      msg({ type: "app", from: 2, to: 1, term: 1, index: 1, logTerm: 1, entries: ents(2, [1]) }),
+    );
     const out = take(h);
     expect(logTerms(h.raft)).toEqual([1, 1, 1, 1, 1]);
     expect(out).toEqual([expect.objectContaining({ type: "app_resp", reject: false, index: 2 })]);
@@ -235,7 +267,8 @@ describe("log replication (§5.3)", () => {
     nt.filter = undefined;
     nt.send(...replay, ...replay);
     expect(nt.raft(2).status().lastIndex).toBe(last2);
-    for (const [id, m] of nt.raft(1).status().match) expect(m).toBeGreaterThanOrEqual(match.get(id) ?? 0);
+    for (const [id, m] of nt.raft(1).status().match)
+      expect(m).toBeGreaterThanOrEqual(match.get(id) ?? 0);
     expect(nt.raft(1).status().commit).toBe(commit);
     // cut the leader off, propose, and replay old acks: nothing new may commit
     nt.isolate(1);

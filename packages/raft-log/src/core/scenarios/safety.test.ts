@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Entry } from "../../types.js";
-import { type InvariantSubject, createInvariantChecker } from "../invariants.js";
+import { createInvariantChecker, type InvariantSubject } from "../invariants.js";
 import type { Message } from "../message.js";
 import { createPrng } from "../prng.js";
 import type { RaftStatus } from "../raft.js";
@@ -195,10 +195,7 @@ describe("safety (§5.4)", () => {
       expect(nt.checker.checks).toBeGreaterThan(100);
     }
     // The checker itself must fail on broken histories.
-    const fake = (
-      st: Partial<RaftStatus> & { id: number },
-      log: number[],
-    ): InvariantSubject => ({
+    const fake = (st: Partial<RaftStatus> & { id: number }, log: number[]): InvariantSubject => ({
       status: (): RaftStatus =>
         ({
           role: "follower",
@@ -213,11 +210,17 @@ describe("safety (§5.4)", () => {
         }) as RaftStatus,
       entryAt: (i: number): Entry | undefined => {
         const t = log[i - 1];
-        return t === undefined ? undefined : { index: i, term: t, type: "normal", data: new Uint8Array([i]) };
+        return t === undefined
+          ? undefined
+          : { index: i, term: t, type: "normal", data: new Uint8Array([i]) };
       },
     });
     const bad: Array<() => void> = [
-      () => createInvariantChecker().check([fake({ id: 1, role: "leader" }, []), fake({ id: 2, role: "leader" }, [])]),
+      () =>
+        createInvariantChecker().check([
+          fake({ id: 1, role: "leader" }, []),
+          fake({ id: 2, role: "leader" }, []),
+        ]),
       () => {
         const c = createInvariantChecker();
         c.check([fake({ id: 1, term: 3 }, [])]);
@@ -238,7 +241,8 @@ describe("safety (§5.4)", () => {
         c.check([fake({ id: 1, role: "leader", term: 2 }, [1, 2])]);
         c.check([fake({ id: 1, role: "leader", term: 2 }, [1])]);
       },
-      () => createInvariantChecker().check([fake({ id: 1 }, [1, 1, 2]), fake({ id: 2 }, [1, 2, 2])]),
+      () =>
+        createInvariantChecker().check([fake({ id: 1 }, [1, 1, 2]), fake({ id: 2 }, [1, 2, 2])]),
       () =>
         createInvariantChecker().check([
           fake({ id: 1, commit: 2, term: 2 }, [1, 1]),

@@ -33,7 +33,11 @@ function compactAll(nt: Network, ids: number[]): void {
   for (const id of ids) {
     const n = nt.node(id);
     const applied = n.raft.status().applied;
-    n.storage.compact(applied, new TextEncoder().encode(`state@${applied}`), n.raft.status().confState);
+    n.storage.compact(
+      applied,
+      new TextEncoder().encode(`state@${applied}`),
+      n.raft.status().confState,
+    );
   }
 }
 
@@ -111,7 +115,9 @@ describe("log compaction and snapshots (§7)", () => {
     const f = nt.raft(3).status();
     expect(f.lastIndex).toBe(l.lastIndex);
     expect(f.commit).toBe(l.commit);
-    expect(nt.node(3).storage.snapshot().metadata.index).toBe(nt.node(1).storage.snapshot().metadata.index);
+    expect(nt.node(3).storage.snapshot().metadata.index).toBe(
+      nt.node(1).storage.snapshot().metadata.index,
+    );
     nt.propose(1, "after");
     expect(nt.raft(3).status().commit).toBe(nt.raft(1).status().commit);
 

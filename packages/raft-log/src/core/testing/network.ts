@@ -201,9 +201,7 @@ export class Network {
 
   /** Ids of nodes that currently believe they lead. */
   leaders(): number[] {
-    return [...this.nodes.entries()]
-      .filter(([, n]) => n.raft.role === "leader")
-      .map(([id]) => id);
+    return [...this.nodes.entries()].filter(([, n]) => n.raft.role === "leader").map(([id]) => id);
   }
 }
 

@@ -7,10 +7,10 @@ import { RaftError } from "../raft-error.js";
  * side of {@link LogStore} plus a synchronous `apply(batch)`. `crash()` models a lost page
  * cache: everything applied since the last `sync()` is dropped.
  */
-export class TestStorage implements Pick<
-  LogStore,
-  "initialState" | "entries" | "term" | "firstIndex" | "lastIndex" | "snapshot"
-> {
+export class TestStorage
+  implements
+    Pick<LogStore, "initialState" | "entries" | "term" | "firstIndex" | "lastIndex" | "snapshot">
+{
   hard: HardState = { term: 0, vote: 0, commit: 0 };
   snap: Snapshot;
   /** Entries after the snapshot index. */
