@@ -4,6 +4,7 @@
 import { KeyError } from "./key-error.js";
 
 const SHORT = 24;
+const SHORT_DECODE = 16;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -70,7 +71,7 @@ export function writeStr(s: string, out: Uint8Array, pos: number, byteLength: nu
 /** Reads `bytes[start, end)` as strict UTF-8 (no BOM stripping); `invalid_utf8` otherwise. */
 export function readStr(bytes: Uint8Array, start: number, end: number, what: string): string {
   const n = end - start;
-  if (n <= SHORT) {
+  if (n <= SHORT_DECODE) {
     let s = "";
     let i = start;
     for (; i < end; i++) {
