@@ -337,7 +337,12 @@ export class Raft {
     return this.log.slice(index, index + 1)[0];
   }
 
-  /** True when the leader's lease is valid (a quorum answered within the last election timeout). */
+  /**
+   * True when the leader's lease is valid: it committed in its term and a quorum answered
+   * heartbeats sent within the last `electionTick - 1` ticks (followers refuse votes for a
+   * full election timeout after such a heartbeat). Assumes bounded clock drift between nodes
+   * and followers that do not restart within the lease.
+   */
   leaseValid(): boolean {
     if (this.role !== "leader" || !this.committedInCurrentTerm()) return false;
     const horizon = this.ticks - this.electionTimeout + 1;
@@ -738,6 +743,9 @@ export class Raft {
         createMessage({
           type: "heartbeat",
           to: id,
+          // The send tick, echoed by the answer: leases count from when the follower could
+          // at the earliest have reset its election timer, never from when the ack arrived.
+          index: this.ticks,
           commit: Math.min(pr.match, this.log.committed),
           context,
         }),
@@ -853,12 +861,11 @@ export class Raft {
     switch (m.type) {
       case "app_resp":
         pr.recentActive = true;
-        pr.lastHeardTick = this.ticks;
         this.handleAppendResponse(m, pr);
         return;
       case "heartbeat_resp": {
         pr.recentActive = true;
-        pr.lastHeardTick = this.ticks;
+        pr.lastHeardTick = Math.max(pr.lastHeardTick, Math.min(m.index, this.ticks));
         pr.probeSent = false;
         if (pr.state === "snapshot") this.sendChunk(m.from, pr);
         else if (pr.match < this.log.lastIndex()) this.sendAppend(m.from);
@@ -873,7 +880,6 @@ export class Raft {
       }
       case "snap_resp":
         pr.recentActive = true;
-        pr.lastHeardTick = this.ticks;
         if (pr.state !== "snapshot" || m.index !== pr.pendingSnapshot) return;
         pr.snapOffset = m.chunkOffset;
         if (pr.snapshot !== undefined && pr.snapOffset < pr.snapshot.data.byteLength) {
@@ -986,7 +992,9 @@ export class Raft {
         this.electionElapsed = 0;
         this.lead = m.from;
         this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
-        this.send(createMessage({ type: "heartbeat_resp", to: m.from, context: m.context }));
+        this.send(
+          createMessage({ type: "heartbeat_resp", to: m.from, index: m.index, context: m.context }),
+        );
         return;
       case "snap":
         this.electionElapsed = 0;
