@@ -134,8 +134,9 @@ function encode(ts: number, clockId: number): string {
  */
 export function isValidTid(s: string): boolean {
   if (typeof s !== "string" || s.length !== TID_LENGTH) return false;
-  const first = s.charCodeAt(0);
-  if (first >= 128 || (DIGIT[first] ?? -1) < 0 || (DIGIT[first] ?? 0) > 7) return false;
+  const c0 = s.charCodeAt(0);
+  const first = c0 < 128 ? (DIGIT[c0] ?? -1) : -1;
+  if (first < 0 || first > 7) return false; // "2".."b": the top bit of the value is 0
   for (let i = 1; i < TID_LENGTH; i++) {
     const c = s.charCodeAt(i);
     if (c >= 128 || (DIGIT[c] ?? -1) < 0) return false;
