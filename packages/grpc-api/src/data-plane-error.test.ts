@@ -15,7 +15,12 @@ describe("DataPlaneError", () => {
     const e = DataPlaneError.from({ code: "invalid_cursor", message: "[invalid_cursor] stale" });
     expect(e.code).toBe("invalid_cursor");
     expect(e.message).toBe("[invalid_cursor] stale");
-    const n = DataPlaneError.from({ code: "version_mismatch", message: "m", expected: 1, actual: 2n });
+    const n = DataPlaneError.from({
+      code: "version_mismatch",
+      message: "m",
+      expected: 1,
+      actual: 2n,
+    });
     expect([n.expected, n.actual]).toEqual([1n, 2n]);
     const i = DataPlaneError.from(new Error("x"));
     expect(i.code).toBe("internal");

@@ -72,7 +72,10 @@ export class DataPlaneError extends Error {
    * @param options - cause and code-specific facts
    */
   constructor(code: DataPlaneErrorCode, message: string, options: DataPlaneErrorOptions = {}) {
-    super(`[${code}] ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      `[${code}] ${message}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.code = code;
     this.expected = options.expected;
     this.actual = options.actual;

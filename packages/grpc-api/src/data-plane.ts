@@ -185,7 +185,11 @@ export interface ObjectDataPlane {
    * Yields at most `query.limit` entries in storage order, setting `nextCursor` on the last
    * one when more remain. An invalid cursor throws `DataPlaneError("invalid_cursor")`.
    */
-  listEntries(ref: ObjectRef, query: ListEntriesQuery, call: DataPlaneCall): AsyncIterable<ListedEntry>;
+  listEntries(
+    ref: ObjectRef,
+    query: ListEntriesQuery,
+    call: DataPlaneCall,
+  ): AsyncIterable<ListedEntry>;
   /** Yields at most `query.limit` live objects ordered by id bytes, `nextCursor` as above. */
   listObjects(
     partition: PartitionRef,

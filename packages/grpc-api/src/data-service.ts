@@ -3,13 +3,13 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntryKey } from "@oprc/oprc-id";
 import type { EntryWrite, ObjectDataPlane, ObjectRef, StoredObject } from "./data-plane.js";
 import { DataPlaneError } from "./data-plane-error.js";
-import {
-  type DataService,
-  type ObjDataSchema,
-  type ObjectMetaEnvelopeSchema,
-  type ValDataSchema,
-  type ValueEnvelopeSchema,
-  type ValueResponseSchema,
+import type {
+  DataService,
+  ObjDataSchema,
+  ObjectMetaEnvelopeSchema,
+  ValDataSchema,
+  ValueEnvelopeSchema,
+  ValueResponseSchema,
 } from "./gen/oprc-data_pb.js";
 import { type GrpcApiOptions, resolveGrpcApiOptions } from "./grpc-api-options.js";
 import { createErrorMapper, planeCall } from "./handler-support.js";
@@ -230,7 +230,11 @@ export function createDataServiceImpl(
       try {
         const ref = r.object(req.clsId, req.partitionId, req.objectId, req.objectIdStr);
         const limit = r.limit(req.limit);
-        const query = { keyPrefix: r.keyPrefix(req.keyPrefix), limit, cursor: cursorOf(req.cursor) };
+        const query = {
+          keyPrefix: r.keyPrefix(req.keyPrefix),
+          limit,
+          cursor: cursorOf(req.cursor),
+        };
         let n = 0;
         for await (const e of plane.listEntries(ref, query, planeCall(ctx))) {
           const env: MessageInitShape<typeof ValueEnvelopeSchema> = {
@@ -251,7 +255,11 @@ export function createDataServiceImpl(
       try {
         const p = r.partition(req.clsId, req.partitionId);
         const limit = r.limit(req.limit);
-        const query = { idPrefix: r.idPrefix(req.objectIdPrefix), limit, cursor: cursorOf(req.cursor) };
+        const query = {
+          idPrefix: r.idPrefix(req.objectIdPrefix),
+          limit,
+          cursor: cursorOf(req.cursor),
+        };
         let n = 0;
         for await (const o of plane.listObjects(p, query, planeCall(ctx))) {
           const env: MessageInitShape<typeof ObjectMetaEnvelopeSchema> = {

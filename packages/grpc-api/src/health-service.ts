@@ -83,8 +83,8 @@ export function createHealthService(options: HealthServiceOptions = {}): HealthS
         pending = true;
         wake?.();
       };
-      let subs = watchers.get(service);
-      if (subs === undefined) watchers.set(service, (subs = new Set()));
+      const subs = watchers.get(service) ?? new Set<() => void>();
+      watchers.set(service, subs);
       subs.add(onChange);
       const onAbort = (): void => wake?.();
       ctx.signal.addEventListener("abort", onAbort);

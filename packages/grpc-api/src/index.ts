@@ -1,24 +1,5 @@
 // The wire contract: every message, enum and service descriptor generated from proto/.
 // Generated code is public by definition (it *is* the contract), so it is re-exported whole.
-export * from "./gen/grpc/health/v1/health_pb.js";
-export * from "./gen/oprc-admin_pb.js";
-export * from "./gen/oprc-data_pb.js";
-export * from "./gen/oprc-invoke_pb.js";
-export * from "./gen/oprc-storage_pb.js";
-
-// For hosts: serve the API over your own data plane.
-export { DataPlaneError, isDataPlaneError } from "./data-plane-error.js";
-export { createDataServiceImpl } from "./data-service.js";
-export { resolveGrpcApiOptions } from "./grpc-api-options.js";
-export { createHealthService } from "./health-service.js";
-export { createOdgmConnectRoutes, DEFAULT_MAX_MESSAGE_BYTES } from "./odgm-connect-routes.js";
-export { createOprcFunctionImpl } from "./oprc-function.js";
-export {
-  ACTUAL_VERSION_HEADER,
-  EXPECTED_VERSION_HEADER,
-  LEADER_HINT_HEADER,
-  toConnectError,
-} from "./to-connect-error.js";
 
 export type {
   DataPlane,
@@ -31,9 +12,9 @@ export type {
   FunctionInvocation,
   InvocationPlane,
   InvocationResult,
+  ListEntriesQuery,
   ListedEntry,
   ListedObject,
-  ListEntriesQuery,
   ListObjectsQuery,
   ObjectDataPlane,
   ObjectInvocation,
@@ -45,11 +26,29 @@ export type {
   StoredObject,
 } from "./data-plane.js";
 export type { DataPlaneErrorCode, DataPlaneErrorOptions } from "./data-plane-error.js";
+// For hosts: serve the API over your own data plane.
+export { DataPlaneError, isDataPlaneError } from "./data-plane-error.js";
+export { createDataServiceImpl } from "./data-service.js";
+export * from "./gen/grpc/health/v1/health_pb.js";
+export * from "./gen/oprc-admin_pb.js";
+export * from "./gen/oprc-data_pb.js";
+export * from "./gen/oprc-invoke_pb.js";
+export * from "./gen/oprc-storage_pb.js";
 export type {
   GrpcApiOptions,
   InternalErrorInfo,
   ResolvedGrpcApiOptions,
 } from "./grpc-api-options.js";
+export { resolveGrpcApiOptions } from "./grpc-api-options.js";
 export type { HealthService, HealthServiceOptions } from "./health-service.js";
+export { createHealthService } from "./health-service.js";
 export type { OdgmConnectRoutesOptions } from "./odgm-connect-routes.js";
+export { createOdgmConnectRoutes, DEFAULT_MAX_MESSAGE_BYTES } from "./odgm-connect-routes.js";
+export { createOprcFunctionImpl } from "./oprc-function.js";
 export type { ToConnectErrorOptions } from "./to-connect-error.js";
+export {
+  ACTUAL_VERSION_HEADER,
+  EXPECTED_VERSION_HEADER,
+  LEADER_HINT_HEADER,
+  toConnectError,
+} from "./to-connect-error.js";

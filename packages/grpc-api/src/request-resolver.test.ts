@@ -18,7 +18,7 @@ const codeOf = (fn: () => unknown): string | undefined => {
 };
 
 describe("request resolver", () => {
-  it("numeric id N and string id \"N\" resolve to the same storage id", () => {
+  it('numeric id N and string id "N" resolve to the same storage id', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }), (n) => {
         expect(r.object("c", 0, n, undefined).id.id).toBe(r.object("c", 0, 0n, n.toString()).id.id);
@@ -26,7 +26,7 @@ describe("request resolver", () => {
     );
   });
 
-  it("numeric key k and string key \"k\" resolve to the same entry", () => {
+  it('numeric key k and string key "k" resolve to the same entry', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 0xffff_ffff }), (k) => {
         expect(r.key(k, undefined)).toEqual(r.key(0, String(k)));
@@ -66,18 +66,28 @@ describe("request resolver", () => {
     expect(r.limit(0)).toBe(100);
     expect(r.limit(5)).toBe(5);
     expect(r.limit(1_000_000)).toBe(1024);
-    const custom = createRequestResolver(resolveGrpcApiOptions({ listDefaultLimit: 7, listMaxLimit: 9 }));
+    const custom = createRequestResolver(
+      resolveGrpcApiOptions({ listDefaultLimit: 7, listMaxLimit: 9 }),
+    );
     expect([custom.limit(0), custom.limit(10)]).toEqual([7, 9]);
-    expect(() => resolveGrpcApiOptions({ listDefaultLimit: 10, listMaxLimit: 9 })).toThrow(RangeError);
+    expect(() => resolveGrpcApiOptions({ listDefaultLimit: 10, listMaxLimit: 9 })).toThrow(
+      RangeError,
+    );
   });
 
   it("entries(): both maps, normalized, duplicates rejected", () => {
-    const obj = { entries: { 1: { data: new Uint8Array(), type: 0 } }, entriesStr: { Name: { data: new Uint8Array(), type: 1 } } } as unknown as ObjData;
+    const obj = {
+      entries: { 1: { data: new Uint8Array(), type: 0 } },
+      entriesStr: { Name: { data: new Uint8Array(), type: 1 } },
+    } as unknown as ObjData;
     expect(r.entries(obj).map((e) => e.key)).toEqual([
       { kind: "numeric", key: "1", numeric: 1 },
       { kind: "string", key: "name" },
     ]);
-    const dup = { entries: { 1: { data: new Uint8Array(), type: 0 } }, entriesStr: { "1": { data: new Uint8Array(), type: 0 } } } as unknown as ObjData;
+    const dup = {
+      entries: { 1: { data: new Uint8Array(), type: 0 } },
+      entriesStr: { "1": { data: new Uint8Array(), type: 0 } },
+    } as unknown as ObjData;
     let err: unknown;
     try {
       r.entries(dup);

@@ -1,5 +1,10 @@
 import type { EntryKey, NormalizeOptions } from "@oprc/oprc-id";
-import { buildIdentity, canonicalEntryKey, normalizeEntryKey, normalizeObjectId } from "@oprc/oprc-id";
+import {
+  buildIdentity,
+  canonicalEntryKey,
+  normalizeEntryKey,
+  normalizeObjectId,
+} from "@oprc/oprc-id";
 import type { EntryWrite, ObjectRef, PartitionRef } from "./data-plane.js";
 import { DataPlaneError } from "./data-plane-error.js";
 import type { ObjData, ValData } from "./gen/oprc-data_pb.js";
@@ -10,7 +15,12 @@ export interface RequestResolver {
   /** Checks `cls_id` and the partition id (int32 on some requests, so it may be negative). */
   partition(cls: string, partitionId: number): PartitionRef;
   /** Builds the object reference; exactly one of the numeric and string id. */
-  object(cls: string, partitionId: number, objectId: bigint, objectIdStr: string | undefined): ObjectRef;
+  object(
+    cls: string,
+    partitionId: number,
+    objectId: bigint,
+    objectIdStr: string | undefined,
+  ): ObjectRef;
   /** Canonical key from `key` (u32) / `key_str`. */
   key(key: number, keyStr: string | undefined): EntryKey;
   /** Canonical key from a string (batch map keys, delete keys). */
@@ -108,7 +118,7 @@ export function createRequestResolver(options: ResolvedGrpcApiOptions): RequestR
     },
     limit(limit) {
       if (limit === 0) return listDefaultLimit;
-      return limit > listMaxLimit ? listMaxLimit : limit;
+      return Math.min(limit, listMaxLimit);
     },
   };
 }

@@ -21,7 +21,9 @@ describe("toConnectError", () => {
   });
 
   it("CAS mismatch carries both versions in the message and metadata", () => {
-    const ce = toConnectError(new DataPlaneError("version_mismatch", "x", { expected: 3n, actual: 5n }));
+    const ce = toConnectError(
+      new DataPlaneError("version_mismatch", "x", { expected: 3n, actual: 5n }),
+    );
     expect(ce.code).toBe(Code.Aborted);
     expect(ce.rawMessage).toBe("[version_mismatch] expected object version 3, actual 5");
     expect(ce.metadata.get("odgm-expected-version")).toBe("3");
@@ -42,7 +44,9 @@ describe("toConnectError", () => {
       actual: 2n,
     });
     expect(toConnectError(storeErr).code).toBe(Code.Aborted);
-    const corrupt = Object.assign(new Error("[corrupt_record] bad bytes at /data/x"), { code: "corrupt_record" });
+    const corrupt = Object.assign(new Error("[corrupt_record] bad bytes at /data/x"), {
+      code: "corrupt_record",
+    });
     const causes: unknown[] = [];
     const ce = toConnectError(corrupt, { onInternalError: (c) => causes.push(c) });
     expect(ce.code).toBe(Code.Internal);
@@ -52,7 +56,14 @@ describe("toConnectError", () => {
 
   it("never leaks internals of unexpected errors, and reports the cause", () => {
     const causes: unknown[] = [];
-    for (const thrown of [new TypeError("secret"), "a string", undefined, null, 42, { weird: true }]) {
+    for (const thrown of [
+      new TypeError("secret"),
+      "a string",
+      undefined,
+      null,
+      42,
+      { weird: true },
+    ]) {
       const ce = toConnectError(thrown, { onInternalError: (c) => causes.push(c) });
       expect(ce.code).toBe(Code.Internal);
       expect(ce.rawMessage).toBe("internal error");
@@ -64,6 +75,8 @@ describe("toConnectError", () => {
     const orig = new ConnectError("x", Code.PermissionDenied);
     expect(toConnectError(orig)).toBe(orig);
     expect(toConnectError(new DOMException("aborted", "AbortError")).code).toBe(Code.Canceled);
-    expect(toConnectError(new DOMException("timeout", "TimeoutError")).code).toBe(Code.DeadlineExceeded);
+    expect(toConnectError(new DOMException("timeout", "TimeoutError")).code).toBe(
+      Code.DeadlineExceeded,
+    );
   });
 });

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isIdError } from "@oprc/oprc-id";
-import { type DataPlaneErrorCode, DataPlaneError } from "./data-plane-error.js";
+import { DataPlaneError, type DataPlaneErrorCode } from "./data-plane-error.js";
 
 /** Response metadata (trailers) carrying the facts of a CAS mismatch. */
 export const EXPECTED_VERSION_HEADER = "odgm-expected-version";
@@ -78,7 +78,8 @@ export function toConnectError(err: unknown, options: ToConnectErrorOptions = {}
 }
 
 function abortCode(err: unknown): Code | undefined {
-  const name = typeof err === "object" && err !== null ? (err as { name?: unknown }).name : undefined;
+  const name =
+    typeof err === "object" && err !== null ? (err as { name?: unknown }).name : undefined;
   if (name === "AbortError") return Code.Canceled;
   if (name === "TimeoutError") return Code.DeadlineExceeded;
   return undefined;

@@ -1,7 +1,13 @@
 // Every RPC, with numeric and string ids and keys, through two independent gRPC clients:
 // connect-node's transport and Google's gRPC C-core (python3-grpcio). Both run the same
 // scenario against their own fresh server; the transcripts must be identical.
-import { create, type DescMessage, type DescMethod, type MessageInitShape, toJson } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type MessageInitShape,
+  toJson,
+} from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -34,7 +40,9 @@ const v = (s: string) => ({ data: utf8(s) });
 type Make = (s: TestServer) => Caller;
 const clients: [string, Make][] = [["connect-node", (s) => createConnectCaller(s.baseUrl)]];
 if (skipPythonInterop) {
-  console.warn("ODGM_SKIP_PYTHON_INTEROP=1: skipping the grpc C-core (python3-grpcio) interop runs");
+  console.warn(
+    "ODGM_SKIP_PYTHON_INTEROP=1: skipping the grpc C-core (python3-grpcio) interop runs",
+  );
 } else {
   clients.push(["grpc C-core (python3-grpcio)", (s) => createPythonCaller(s.target)]);
 }
@@ -43,8 +51,8 @@ if (skipPythonInterop) {
 const transcripts = new Map<string, Map<string, unknown[]>>();
 
 function recorder(client: string, scenario: string, c: Caller) {
-  let t = transcripts.get(client);
-  if (t === undefined) transcripts.set(client, (t = new Map()));
+  const t = transcripts.get(client) ?? new Map<string, unknown[]>();
+  transcripts.set(client, t);
   const log: unknown[] = [];
   t.set(scenario, log);
   return async <I extends DescMessage, O extends DescMessage>(
@@ -57,7 +65,9 @@ function recorder(client: string, scenario: string, c: Caller) {
       code: r.code,
       message: r.message,
       responses: r.responses.map((m) => toJson(method.output, m)),
-      trailers: Object.fromEntries(Object.entries(r.trailers).filter(([k]) => k.startsWith("odgm-"))),
+      trailers: Object.fromEntries(
+        Object.entries(r.trailers).filter(([k]) => k.startsWith("odgm-")),
+      ),
     });
     return r;
   };
@@ -95,7 +105,12 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
     expect(text(o?.entries[1]?.data)).toBe("a");
     expect(text(o?.entries[2]?.data)).toBe("b");
     expect(text(o?.entriesStr.name?.data)).toBe("x");
-    expect(o?.metadata).toMatchObject({ clsId: "c", partitionId: 0, objectId: 1n, objectIdStr: "1" });
+    expect(o?.metadata).toMatchObject({
+      clsId: "c",
+      partitionId: 0,
+      objectId: 1n,
+      objectIdStr: "1",
+    });
 
     // One namespace: numeric 1 and string "1" are the same object.
     const byStr = await call(M.get, { clsId: "c", partitionId: 0, objectIdStr: "1" });
@@ -125,7 +140,15 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
     expect(none.responses[0]?.value).toBeUndefined();
     expect(none.responses[0]?.objectVersion).toBeUndefined();
 
-    expect((await call(M.setValue, { ...obj, key: 0, value: { data: utf8("zero"), type: ValType.BYTE } })).code).toBe(0);
+    expect(
+      (
+        await call(M.setValue, {
+          ...obj,
+          key: 0,
+          value: { data: utf8("zero"), type: ValType.BYTE },
+        })
+      ).code,
+    ).toBe(0);
     const zero = await call(M.getValue, { ...obj, key: 0 });
     expect(text(zero.responses[0]?.value?.data)).toBe("zero");
     expect(zero.responses[0]?.objectVersion).toBe(2n);
@@ -158,7 +181,12 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
     const obj = { clsId: "c", partitionId: 1, objectIdStr: "User-1" };
     expect((await call(M.setValue, { ...obj, keyStr: "Name", value: v("ann") })).code).toBe(0);
 
-    const gv = await call(M.getValue, { clsId: "c", partitionId: 1, objectIdStr: "user-1", keyStr: "NAME" });
+    const gv = await call(M.getValue, {
+      clsId: "c",
+      partitionId: 1,
+      objectIdStr: "user-1",
+      keyStr: "NAME",
+    });
     expect(text(gv.responses[0]?.value?.data)).toBe("ann");
     expect(gv.responses[0]?.key).toBe("name");
     expect(gv.responses[0]?.objectVersion).toBe(1n);
@@ -178,14 +206,22 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
     expect(Object.keys(after.responses[0]?.obj?.entries ?? {})).toEqual(["42"]);
     expect(Object.keys(after.responses[0]?.obj?.entriesStr ?? {}).sort()).toEqual(["007", "k1"]);
 
-    const cas = await call(M.batchSetValues, { ...obj, values: { x: v("1") }, expectedObjectVersion: 7n });
+    const cas = await call(M.batchSetValues, {
+      ...obj,
+      values: { x: v("1") },
+      expectedObjectVersion: 7n,
+    });
     expect(cas.code).toBe(Code.Aborted);
     expect(cas.message).toContain("expected object version 7");
     expect(cas.message).toContain("actual 2");
     expect(cas.trailers["odgm-expected-version"]).toBe("7");
     expect(cas.trailers["odgm-actual-version"]).toBe("2");
 
-    const ok = await call(M.batchSetValues, { ...obj, values: { x: v("1") }, expectedObjectVersion: 2n });
+    const ok = await call(M.batchSetValues, {
+      ...obj,
+      values: { x: v("1") },
+      expectedObjectVersion: 2n,
+    });
     expect(ok.code).toBe(0);
     // CAS on a missing object compares against 0.
     const fresh = await call(M.batchSetValues, {
@@ -229,8 +265,19 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
     expect(bad.code).toBe(Code.InvalidArgument);
     expect(bad.responses).toHaveLength(0);
     // A cursor from another object is rejected, never silently restarted.
-    await call(M.setValue, { clsId: "c", partitionId: 2, objectIdStr: "other", keyStr: "q", value: v("q") });
-    const foreign = await call(M.listValues, { clsId: "c", partitionId: 2, objectIdStr: "other", cursor });
+    await call(M.setValue, {
+      clsId: "c",
+      partitionId: 2,
+      objectIdStr: "other",
+      keyStr: "q",
+      value: v("q"),
+    });
+    const foreign = await call(M.listValues, {
+      clsId: "c",
+      partitionId: 2,
+      objectIdStr: "other",
+      cursor,
+    });
     expect(foreign.code).toBe(Code.InvalidArgument);
 
     await call(M.setValue, { clsId: "c", partitionId: 2, objectId: 9n, key: 1, value: v("n") });
@@ -262,13 +309,16 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
       eventPipelineV2: true,
     });
 
-    const fn = await call(F.invokeFn, create(InvocationRequestSchema, {
-      clsId: "c",
-      partitionId: 1,
-      fnId: "echo",
-      options: { a: "b" },
-      payload: utf8("abc"),
-    }));
+    const fn = await call(
+      F.invokeFn,
+      create(InvocationRequestSchema, {
+        clsId: "c",
+        partitionId: 1,
+        fnId: "echo",
+        options: { a: "b" },
+        payload: utf8("abc"),
+      }),
+    );
     expect(fn.code).toBe(0);
     expect(text(fn.responses[0]?.payload)).toBe("cba");
     expect(fn.responses[0]?.headers).toEqual({ fn: "echo", a: "b" });
@@ -278,20 +328,32 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
     expect(failing.code).toBe(0);
     expect(failing.responses[0]?.status).toBe(ResponseStatus.APP_ERROR);
 
-    const byNum = await call(F.invokeObj, create(ObjectInvocationRequestSchema, {
+    const byNum = await call(
+      F.invokeObj,
+      create(ObjectInvocationRequestSchema, {
+        clsId: "c",
+        partitionId: 1,
+        objectId: 5n,
+        fnId: "f",
+      }),
+    );
+    expect(text(byNum.responses[0]?.payload)).toBe("numeric:5:f");
+    const byStr = await call(F.invokeObj, {
       clsId: "c",
       partitionId: 1,
-      objectId: 5n,
+      objectIdStr: "Obj-A",
       fnId: "f",
-    }));
-    expect(text(byNum.responses[0]?.payload)).toBe("numeric:5:f");
-    const byStr = await call(F.invokeObj, { clsId: "c", partitionId: 1, objectIdStr: "Obj-A", fnId: "f" });
+    });
     expect(text(byStr.responses[0]?.payload)).toBe("string:obj-a:f");
-    expect((await call(F.invokeFn, { clsId: "c", partitionId: 1 })).code).toBe(Code.InvalidArgument);
+    expect((await call(F.invokeFn, { clsId: "c", partitionId: 1 })).code).toBe(
+      Code.InvalidArgument,
+    );
     expect((await call(F.invokeObj, { clsId: "c", partitionId: 1, fnId: "f" })).code).toBe(
       Code.InvalidArgument,
     );
-    expect((await call(F.invokeFn, { clsId: "nope", partitionId: 0, fnId: "f" })).code).toBe(Code.NotFound);
+    expect((await call(F.invokeFn, { clsId: "nope", partitionId: 0, fnId: "f" })).code).toBe(
+      Code.NotFound,
+    );
   });
 
   it("status codes (spec §6)", async () => {
@@ -315,50 +377,77 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
     const bothKeys = await call(M.getValue, { ...base, objectId: 1n, key: 5, keyStr: "x" });
     expect(bothKeys.code).toBe(Code.InvalidArgument);
     expect(bothKeys.message).toMatch(/^\[both_provided\]/);
-    expect((await call(M.get, { clsId: "", partitionId: 0, objectId: 1n })).code).toBe(Code.InvalidArgument);
+    expect((await call(M.get, { clsId: "", partitionId: 0, objectId: 1n })).code).toBe(
+      Code.InvalidArgument,
+    );
 
     // Unknown collection or partition → NOT_FOUND.
     const unknownCls = await call(M.get, { clsId: "nope", partitionId: 0, objectId: 1n });
     expect(unknownCls.code).toBe(Code.NotFound);
     expect(unknownCls.message).toBe("[not_found] collection nope not found");
-    expect((await call(M.getValue, { clsId: "c", partitionId: 9, objectId: 1n })).code).toBe(Code.NotFound);
+    expect((await call(M.getValue, { clsId: "c", partitionId: 9, objectId: 1n })).code).toBe(
+      Code.NotFound,
+    );
     expect((await call(M.listObjects, { clsId: "c", partitionId: 9 })).code).toBe(Code.NotFound);
 
     // int32 partition ids: negative → INVALID_ARGUMENT.
     const negSet = await call(M.set, { clsId: "c", partitionId: -1, objectId: 1n, object: {} });
     expect(negSet.code).toBe(Code.InvalidArgument);
     expect(negSet.message).toContain("partition_id");
-    const negSv = await call(M.setValue, { clsId: "c", partitionId: -5, objectId: 1n, value: v("x") });
+    const negSv = await call(M.setValue, {
+      clsId: "c",
+      partitionId: -5,
+      objectId: 1n,
+      value: v("x"),
+    });
     expect(negSv.code).toBe(Code.InvalidArgument);
-    expect((await call(M.merge, { clsId: "c", partitionId: -1, objectId: 1n, object: {} })).code).toBe(
-      Code.InvalidArgument,
-    );
+    expect(
+      (await call(M.merge, { clsId: "c", partitionId: -1, objectId: 1n, object: {} })).code,
+    ).toBe(Code.InvalidArgument);
 
     // Regression (spec §12): a missing `object` in Set never crashes the handler.
     const noObj = await call(M.set, { ...base, objectId: 1n });
     expect(noObj.code).toBe(Code.InvalidArgument);
     expect(noObj.message).toBe("[invalid_argument] object is required");
     expect((await call(M.merge, { ...base, objectId: 1n })).code).toBe(Code.InvalidArgument);
-    expect((await call(M.setValue, { ...base, objectId: 1n, key: 1 })).code).toBe(Code.InvalidArgument);
+    expect((await call(M.setValue, { ...base, objectId: 1n, key: 1 })).code).toBe(
+      Code.InvalidArgument,
+    );
     expect((await call(M.getValue, { ...base, objectId: 5n, key: 1 })).code).toBe(0); // still serving
 
     // Duplicate keys after normalization, and a key both set and deleted.
-    const dup = await call(M.set, { ...base, objectId: 2n, object: { entries: { 4: v("a") }, entriesStr: { "4": v("b") } } });
+    const dup = await call(M.set, {
+      ...base,
+      objectId: 2n,
+      object: { entries: { 4: v("a") }, entriesStr: { "4": v("b") } },
+    });
     expect(dup.code).toBe(Code.InvalidArgument);
-    const dup2 = await call(M.batchSetValues, { ...base, objectId: 2n, values: { A: v("1"), a: v("2") } });
+    const dup2 = await call(M.batchSetValues, {
+      ...base,
+      objectId: 2n,
+      values: { A: v("1"), a: v("2") },
+    });
     expect(dup2.code).toBe(Code.InvalidArgument);
-    const setDel = await call(M.batchSetValues, { ...base, objectId: 2n, values: { a: v("1") }, deleteKeys: ["A"] });
+    const setDel = await call(M.batchSetValues, {
+      ...base,
+      objectId: 2n,
+      values: { a: v("1") },
+      deleteKeys: ["A"],
+    });
     expect(setDel.code).toBe(Code.InvalidArgument);
-    expect((await call(M.batchSetValues, { ...base, objectId: 2n, values: { "": v("1") } })).code).toBe(
-      Code.InvalidArgument,
-    );
+    expect(
+      (await call(M.batchSetValues, { ...base, objectId: 2n, values: { "": v("1") } })).code,
+    ).toBe(Code.InvalidArgument);
 
     // Not ready → UNAVAILABLE; oversized → RESOURCE_EXHAUSTED; unexpected → INTERNAL, no leak.
     server.plane.ready = false;
     const unavailable = await call(M.get, { ...base, objectId: 5n });
     server.plane.ready = true;
     expect(unavailable.code).toBe(Code.Unavailable);
-    server.plane.failNext = new DataPlaneError("too_large", "object has 100001 entries; use ListValues");
+    server.plane.failNext = new DataPlaneError(
+      "too_large",
+      "object has 100001 entries; use ListValues",
+    );
     const big = await call(M.get, { ...base, objectId: 5n });
     expect(big.code).toBe(Code.ResourceExhausted);
     expect(big.message).toContain("ListValues");
@@ -369,7 +458,9 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
     expect(internal.message).toBe("internal error");
     expect(server.internalErrors.length).toBe(before + 1);
     expect(String(server.internalErrors.at(-1))).toContain("secret internals");
-    server.plane.failNext = new DataPlaneError("not_leader", "not the leader", { leaderHint: "node-2" });
+    server.plane.failNext = new DataPlaneError("not_leader", "not the leader", {
+      leaderHint: "node-2",
+    });
     const notLeader = await call(M.setValue, { ...base, objectId: 5n, key: 1, value: v("x") });
     expect(notLeader.code).toBe(Code.Unavailable);
     expect(notLeader.trailers["odgm-leader-hint"]).toBe("node-2");
@@ -402,24 +493,34 @@ describe.each(clients)("feature flags off, via %s", (client, make) => {
     const sid = await call(M.get, { ...base, objectIdStr: "user-1" });
     expect(sid.code).toBe(Code.Unimplemented);
     expect(sid.message).toContain("string object ids are disabled");
-    expect((await call(M.getValue, { ...base, objectId: 1n, keyStr: "name" })).code).toBe(Code.Unimplemented);
-    expect((await call(M.setValue, { ...base, objectId: 1n, keyStr: "name", value: v("x") })).code).toBe(
+    expect((await call(M.getValue, { ...base, objectId: 1n, keyStr: "name" })).code).toBe(
       Code.Unimplemented,
     );
     expect(
+      (await call(M.setValue, { ...base, objectId: 1n, keyStr: "name", value: v("x") })).code,
+    ).toBe(Code.Unimplemented);
+    expect(
       (await call(M.set, { ...base, objectId: 1n, object: { entriesStr: { name: v("x") } } })).code,
     ).toBe(Code.Unimplemented);
-    expect((await call(M.batchSetValues, { ...base, objectId: 1n, values: { name: v("x") } })).code).toBe(
+    expect(
+      (await call(M.batchSetValues, { ...base, objectId: 1n, values: { name: v("x") } })).code,
+    ).toBe(Code.Unimplemented);
+    expect((await call(M.listValues, { ...base, objectId: 1n, keyPrefix: "n" })).code).toBe(
       Code.Unimplemented,
     );
-    expect((await call(M.listValues, { ...base, objectId: 1n, keyPrefix: "n" })).code).toBe(Code.Unimplemented);
-    expect((await call(F.invokeObj, { ...base, objectIdStr: "s", fnId: "f" })).code).toBe(Code.Unimplemented);
+    expect((await call(F.invokeObj, { ...base, objectIdStr: "s", fnId: "f" })).code).toBe(
+      Code.Unimplemented,
+    );
 
     // Canonical numeric strings are the numeric id/key, so they stay accepted.
-    expect((await call(M.setValue, { ...base, objectIdStr: "42", keyStr: "7", value: v("x") })).code).toBe(0);
+    expect(
+      (await call(M.setValue, { ...base, objectIdStr: "42", keyStr: "7", value: v("x") })).code,
+    ).toBe(0);
     const gv = await call(M.getValue, { ...base, objectId: 42n, key: 7 });
     expect(text(gv.responses[0]?.value?.data)).toBe("x");
-    expect((await call(M.batchSetValues, { ...base, objectId: 42n, values: { "8": v("y") } })).code).toBe(0);
+    expect(
+      (await call(M.batchSetValues, { ...base, objectId: 42n, values: { "8": v("y") } })).code,
+    ).toBe(0);
 
     const caps = await call(M.capabilities, {});
     expect(caps.responses[0]).toMatchObject({
@@ -436,13 +537,15 @@ describe.each(clients)("feature flags off, via %s", (client, make) => {
 });
 
 describe("both clients", () => {
-  it.skipIf(clients.length < 2)("produce identical transcripts (codes, messages, responses, trailers)", () => {
-    const [a, b] = clients.map(([name]) => transcripts.get(name));
-    expect(a?.size).toBeGreaterThan(0);
-    for (const [scenario, log] of a ?? []) {
-      expect(b?.get(scenario), scenario).toEqual(log);
-    }
-    expect([...(b?.keys() ?? [])]).toEqual([...(a?.keys() ?? [])]);
-  });
+  it.skipIf(clients.length < 2)(
+    "produce identical transcripts (codes, messages, responses, trailers)",
+    () => {
+      const [a, b] = clients.map(([name]) => transcripts.get(name));
+      expect(a?.size).toBeGreaterThan(0);
+      for (const [scenario, log] of a ?? []) {
+        expect(b?.get(scenario), scenario).toEqual(log);
+      }
+      expect([...(b?.keys() ?? [])]).toEqual([...(a?.keys() ?? [])]);
+    },
+  );
 });
-

@@ -1,9 +1,9 @@
 // Transport-level behaviour of the routes: message size limits, malformed bodies, the three
 // protocols (gRPC, gRPC-Web, Connect) on one handler, and the standard health service.
 import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { connect as http2Connect } from "node:http2";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import {
@@ -31,7 +31,11 @@ import {
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 /** Sends one raw gRPC request (already framed) and returns the grpc-status trailer. */
-async function rawGrpc(baseUrl: string, path: string, body: Uint8Array): Promise<{ status: string; message: string }> {
+async function rawGrpc(
+  baseUrl: string,
+  path: string,
+  body: Uint8Array,
+): Promise<{ status: string; message: string }> {
   const session = http2Connect(baseUrl);
   try {
     return await new Promise((resolve, reject) => {
@@ -46,7 +50,10 @@ async function rawGrpc(baseUrl: string, path: string, body: Uint8Array): Promise
         headers = h;
       });
       req.on("trailers", (t) => {
-        resolve({ status: String(t["grpc-status"]), message: decodeURIComponent(String(t["grpc-message"] ?? "")) });
+        resolve({
+          status: String(t["grpc-status"]),
+          message: decodeURIComponent(String(t["grpc-message"] ?? "")),
+        });
       });
       req.on("end", () => {
         // Trailers-only responses carry the status in the headers.
@@ -80,7 +87,14 @@ describe("message limits and malformed input", () => {
     // An object whose Get response exceeds writeMaxBytes.
     await server.plane.setObject(
       { cls: "c", partition: 0, id: { kind: "numeric", id: "1", numeric: 1n } },
-      { entries: [{ key: { kind: "numeric", key: "1", numeric: 1 }, value: { data: new Uint8Array(3000), type: 0 } }] },
+      {
+        entries: [
+          {
+            key: { kind: "numeric", key: "1", numeric: 1 },
+            value: { data: new Uint8Array(3000), type: 0 },
+          },
+        ],
+      },
       { signal: new AbortController().signal, headers: new Headers() },
     );
   });
@@ -90,7 +104,8 @@ describe("message limits and malformed input", () => {
 
   const clients = skipPythonInterop ? ["connect-node"] : ["connect-node", "python"];
   it.each(clients)("oversized request and response → RESOURCE_EXHAUSTED (%s)", async (which) => {
-    const c = which === "python" ? createPythonCaller(server.target) : createConnectCaller(server.baseUrl);
+    const c =
+      which === "python" ? createPythonCaller(server.target) : createConnectCaller(server.baseUrl);
     try {
       const req = create(DataService.method.setValue.input, {
         clsId: "c",
@@ -100,10 +115,16 @@ describe("message limits and malformed input", () => {
       });
       const r = await c.call(DataService.method.setValue, req);
       expect(r.code).toBe(Code.ResourceExhausted);
-      const get = await c.call(DataService.method.get, create(SingleObjectRequestSchema, { clsId: "c", objectId: 1n }));
+      const get = await c.call(
+        DataService.method.get,
+        create(SingleObjectRequestSchema, { clsId: "c", objectId: 1n }),
+      );
       expect(get.code).toBe(Code.ResourceExhausted);
       // The server keeps serving.
-      const ok = await c.call(DataService.method.getValue, create(DataService.method.getValue.input, { clsId: "c", objectId: 1n, key: 9 }));
+      const ok = await c.call(
+        DataService.method.getValue,
+        create(DataService.method.getValue.input, { clsId: "c", objectId: 1n, key: 9 }),
+      );
       expect(ok.code).toBe(0);
     } finally {
       await c.close();
@@ -112,7 +133,11 @@ describe("message limits and malformed input", () => {
 
   it("a malformed protobuf body is an error status, never a crash", async () => {
     // Field 1 (cls_id, length-delimited) with a truncated length varint.
-    const r = await rawGrpc(server.baseUrl, "/oprc.DataService/Get", frame(Uint8Array.of(0x0a, 0xff, 0xff)));
+    const r = await rawGrpc(
+      server.baseUrl,
+      "/oprc.DataService/Get",
+      frame(Uint8Array.of(0x0a, 0xff, 0xff)),
+    );
     // connect-node answers INTERNAL ("parse binary: …") for undecodable binary input.
     expect([String(Code.InvalidArgument), String(Code.Internal)]).toContain(r.status);
     // Truncated envelope: declares 100 bytes, sends 3.
@@ -122,20 +147,35 @@ describe("message limits and malformed input", () => {
     const ok = await rawGrpc(
       server.baseUrl,
       "/oprc.DataService/GetValue",
-      frame(toBinary(DataService.method.getValue.input, create(DataService.method.getValue.input, { clsId: "c", objectId: 1n, key: 9 }))),
+      frame(
+        toBinary(
+          DataService.method.getValue.input,
+          create(DataService.method.getValue.input, { clsId: "c", objectId: 1n, key: 9 }),
+        ),
+      ),
     );
     expect(ok.status).toBe("0");
   });
 
-  it.skipIf(skipPythonInterop)("gRPC C-core sees the same status for a malformed body", async () => {
-    const py = findPythonWithGrpc();
-    if (py === undefined) throw new Error("python3 with grpcio is required (set ODGM_SKIP_PYTHON_INTEROP=1 to skip)");
-    const script = fileURLToPath(new URL("./fixtures/grpc_call.py", import.meta.url));
-    // Async: the server runs in this process, so a blocking exec would stall it.
-    const { stdout } = await promisify(execFile)(py, [script, server.target, "/oprc.DataService/Get", "unary", "0affff"]);
-    const out = JSON.parse(stdout) as { code: number };
-    expect([Code.InvalidArgument, Code.Internal]).toContain(out.code);
-  });
+  it.skipIf(skipPythonInterop)(
+    "gRPC C-core sees the same status for a malformed body",
+    async () => {
+      const py = findPythonWithGrpc();
+      if (py === undefined)
+        throw new Error("python3 with grpcio is required (set ODGM_SKIP_PYTHON_INTEROP=1 to skip)");
+      const script = fileURLToPath(new URL("./fixtures/grpc_call.py", import.meta.url));
+      // Async: the server runs in this process, so a blocking exec would stall it.
+      const { stdout } = await promisify(execFile)(py, [
+        script,
+        server.target,
+        "/oprc.DataService/Get",
+        "unary",
+        "0affff",
+      ]);
+      const out = JSON.parse(stdout) as { code: number };
+      expect([Code.InvalidArgument, Code.Internal]).toContain(out.code);
+    },
+  );
 });
 
 describe("protocols and health", () => {
@@ -174,10 +214,16 @@ describe("protocols and health", () => {
   it("grpc.health.v1: Check, List and Watch", async () => {
     const client = createClient(Health, createGrpcTransport({ baseUrl: server.baseUrl }));
     expect((await client.check({ service: "" })).status).toBe(ServingStatus.SERVING);
-    expect((await client.check({ service: "oprc.DataService" })).status).toBe(ServingStatus.SERVING);
+    expect((await client.check({ service: "oprc.DataService" })).status).toBe(
+      ServingStatus.SERVING,
+    );
     const unknown = await client.check({ service: "nope" }).catch((e: unknown) => e);
     expect((unknown as ConnectError).code).toBe(Code.NotFound);
-    expect(Object.keys((await client.list({})).statuses).sort()).toEqual(["", "oprc.DataService", "oprc.OprcFunction"]);
+    expect(Object.keys((await client.list({})).statuses).sort()).toEqual([
+      "",
+      "oprc.DataService",
+      "oprc.OprcFunction",
+    ]);
 
     const ac = new AbortController();
     const seen: ServingStatus[] = [];
@@ -196,10 +242,16 @@ describe("protocols and health", () => {
   it.skipIf(skipPythonInterop)("grpc C-core health Check", async () => {
     const c = createPythonCaller(server.target);
     try {
-      const r = await c.call(Health.method.check, create(Health.method.check.input, { service: "" }));
+      const r = await c.call(
+        Health.method.check,
+        create(Health.method.check.input, { service: "" }),
+      );
       expect(r.code).toBe(0);
       expect(r.responses[0]?.status).toBe(ServingStatus.SERVING);
-      const u = await c.call(Health.method.check, create(Health.method.check.input, { service: "nope" }));
+      const u = await c.call(
+        Health.method.check,
+        create(Health.method.check.input, { service: "nope" }),
+      );
       expect(u.code).toBe(Code.NotFound);
     } finally {
       await c.close();
