@@ -5,7 +5,7 @@ import { createPrng } from "./prng.js";
 import { type Progress, ProgressTracker } from "./progress.js";
 import { RaftError } from "./raft-error.js";
 import { type LogReader, RaftLog } from "./raft-log.js";
-import { contextKey, ReadOnly, type ReadState } from "./read-only.js";
+import { ReadOnly, type ReadState } from "./read-only.js";
 
 /** Role of a node. */
 export type RaftRole = "follower" | "pre_candidate" | "candidate" | "leader";
@@ -142,12 +142,19 @@ interface SnapshotBuffer {
  * proposals; collect {@link Ready} batches; persist, send, apply, `advance()`.
  */
 export class Raft {
+  /** This node's id. */
   readonly id: number;
+  /** Current term (read-only for callers). */
   term = 0;
+  /** Node voted for in `term` (0 = none). */
   vote = 0;
+  /** Known leader (0 = none). */
   lead = 0;
+  /** Current role. */
   role: RaftRole = "follower";
+  /** The log (stable view + unstable tail); exposed for inspection, do not mutate. */
   readonly log: RaftLog;
+  /** Membership and per-peer progress; exposed for inspection, do not mutate. */
   readonly trk: ProgressTracker;
   /** Leader: transfer target (0 when none). */
   leadTransferee = 0;
@@ -1186,11 +1193,6 @@ export class Raft {
 
   private softChanged(): boolean {
     return this.prevSoft.lead !== this.lead || this.prevSoft.role !== this.role;
-  }
-
-  /** @internal Context key of a read request (exposed for tests). */
-  static contextKey(ctx: Uint8Array): string {
-    return contextKey(ctx);
   }
 }
 
