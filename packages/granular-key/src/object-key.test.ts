@@ -58,6 +58,29 @@ describe("golden vectors (seed 000 §6, seed 003 §4.2)", () => {
     expect(hex(encodeMetadataKey(longAscii))).toBe(`${"61".repeat(160)}0000`);
   });
 
+  it("encodes ids too large for the slab pool", () => {
+    for (const big of [
+      "x".repeat(5000),
+      "é".repeat(1500),
+      `${"a".repeat(30)}ü${"b".repeat(2000)}`,
+    ]) {
+      const expected = Buffer.concat([Buffer.from(big, "utf8"), Buffer.of(0, 0x10, 0, 0, 0, 9)]);
+      expect(hex(encodeEntryKey(big, { numeric: 9 }))).toBe(expected.toString("hex"));
+    }
+  });
+
+  it("agrees with Buffer on entry keys for every accepted id and key (property)", () => {
+    fc.assert(
+      fc.property(anyId, fc.string({ unit: "grapheme", maxLength: 60 }), (id, str) => {
+        const k = Buffer.from(str, "utf8");
+        const len = k.length < 128 ? [k.length] : [(k.length & 0x7f) | 0x80, k.length >> 7];
+        const expected = Buffer.concat([Buffer.from(id, "utf8"), Buffer.of(0, 0x11, ...len), k]);
+        expect(hex(encodeEntryKey(id, { str }))).toBe(expected.toString("hex"));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it("agrees with TextEncoder on every accepted id (property)", () => {
     fc.assert(
       fc.property(anyId, (id) => {

@@ -1,7 +1,6 @@
-import { alloc } from "./byte-pool.js";
 import { KeyError } from "./key-error.js";
 import { RecordType } from "./record-type.js";
-import { idByteLength, strByteLength, writeStr } from "./utf8.js";
+import { encodeIdKey, strByteLength, writeStr } from "./utf8.js";
 import { varintLength, writeVarint } from "./varint.js";
 
 /**
@@ -20,11 +19,8 @@ export const MAX_NUMERIC_ENTRY_KEY = 0xffff_ffff;
  * @internal
  */
 export function encodeRecordKey(id: string, type: number): Uint8Array {
-  const n = idByteLength(id);
-  const out = alloc(n + 2);
-  writeStr(id, out, 0, n);
-  out[n] = 0x00;
-  out[n + 1] = type;
+  const out = encodeIdKey(id, 1);
+  out[out.length - 1] = type;
   return out;
 }
 
@@ -85,27 +81,22 @@ export function encodeEntryKey(id: string, key: EntryKeyRef): Uint8Array {
         `numeric entry key must be an integer in 0..4294967295, got ${String(numeric)}`,
       );
     }
-    const n = idByteLength(id);
-    const out = alloc(n + 6);
-    writeStr(id, out, 0, n);
-    out[n] = 0x00;
-    out[n + 1] = RecordType.NumericEntry;
-    out[n + 2] = numeric >>> 24;
-    out[n + 3] = (numeric >>> 16) & 0xff;
-    out[n + 4] = (numeric >>> 8) & 0xff;
-    out[n + 5] = numeric & 0xff;
+    const out = encodeIdKey(id, 5);
+    const p = out.length - 5;
+    out[p] = RecordType.NumericEntry;
+    out[p + 1] = numeric >>> 24;
+    out[p + 2] = (numeric >>> 16) & 0xff;
+    out[p + 3] = (numeric >>> 8) & 0xff;
+    out[p + 4] = numeric & 0xff;
     return out;
   }
   if (str !== undefined && numeric === undefined) {
-    const n = idByteLength(id);
     const k = strByteLength(str as string, "string entry key");
     const v = varintLength(k);
-    const out = alloc(n + 2 + v + k);
-    writeStr(id, out, 0, n);
-    out[n] = 0x00;
-    out[n + 1] = RecordType.StringEntry;
-    const pos = writeVarint(out, n + 2, k);
-    writeStr(str as string, out, pos, k);
+    const out = encodeIdKey(id, 1 + v + k);
+    const p = out.length - 1 - v - k;
+    out[p] = RecordType.StringEntry;
+    writeStr(str as string, out, writeVarint(out, p + 1, k), k);
     return out;
   }
   throw new KeyError("invalid_argument", "entry key must have exactly one of numeric or str");

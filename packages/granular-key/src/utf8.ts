@@ -1,6 +1,7 @@
 // Internal: UTF-8 length, write and strict read, with an ASCII fast path for the short
 // strings that dominate (ids and entry keys are mostly a few ASCII characters).
 
+import { alloc, commit, fitsPool, reserve, reservedOffset } from "./byte-pool.js";
 import { KeyError } from "./key-error.js";
 
 const SHORT = 24;
@@ -86,4 +87,50 @@ export function readStr(bytes: Uint8Array, start: number, end: number, what: str
   } catch (cause) {
     throw new KeyError("invalid_utf8", `${what} is not well-formed UTF-8`, { cause });
   }
+}
+
+/**
+ * Encodes `<id> 00` followed by `tail` zero bytes in one pooled array (the caller fills the
+ * tail, which starts at `out.length - tail`). Validates the id like {@link idByteLength}.
+ * Long ids are encoded straight into the slab (no separate length pass).
+ */
+export function encodeIdKey(id: string, tail: number): Uint8Array {
+  if (typeof id !== "string") {
+    throw new KeyError("invalid_argument", `object id must be a string, got ${typeof id}`);
+  }
+  const n = id.length;
+  if (n === 0) throw new KeyError("empty_id", "object id is empty");
+  if (n <= SHORT) {
+    const out = alloc(n + 1 + tail);
+    let i = 0;
+    for (; i < n; i++) {
+      const c = id.charCodeAt(i);
+      if (c === 0) throw nulError("object id", i);
+      if (c >= 0x80) break;
+      out[i] = c;
+    }
+    if (i === n) {
+      out[n] = 0x00;
+      return out;
+    }
+  }
+  const nul = id.indexOf("\0");
+  if (nul !== -1) throw nulError("object id", nul);
+  if (!(id as unknown as WellFormed).isWellFormed()) {
+    throw new KeyError("invalid_utf8", "object id contains a lone surrogate (no UTF-8 form)");
+  }
+  const max = 3 * n;
+  if (!fitsPool(max + 1 + tail)) {
+    const length = Buffer.byteLength(id, "utf8");
+    const out = new Uint8Array(length + 1 + tail);
+    encoder.encodeInto(id, out);
+    return out;
+  }
+  const slab = reserve(max + 1 + tail);
+  const offset = reservedOffset();
+  const { written } = encoder.encodeInto(id, slab.subarray(offset, offset + max));
+  // encodeInto wrote exactly `written` bytes; the rest of the reservation is still zero.
+  const out = commit(written + 1 + tail);
+  out[written] = 0x00;
+  return out;
 }
