@@ -404,3 +404,21 @@ describe("ODGM op codec: properties", () => {
     );
   });
 });
+
+describe("ODGM op codec: decoded values own their bytes", () => {
+  it("copies value and event bytes out of a Buffer input", () => {
+    const op: OdgmOp = {
+      kind: "set_object",
+      cls: "c",
+      partition: 0,
+      objectId: "x",
+      timestampMs: 0,
+      entries: new Map([["k", val([1, 2])]]),
+      event: new Uint8Array([3]),
+    };
+    const input = Buffer.from(encodeOdgmOp(op));
+    const decoded = decodeOdgmOp(input);
+    input.fill(0);
+    expect(decoded).toEqual(op);
+  });
+});

@@ -246,7 +246,7 @@ function readKey(r: ByteReader): [string, Uint8Array] {
 
 function readValue(r: ByteReader): ValData {
   const type = r.varint(U32_MAX);
-  const data = r.bytes().slice();
+  const data = new Uint8Array(r.bytes()); // a copy, never a view of the input
   return { data, type };
 }
 
@@ -350,7 +350,7 @@ export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
       break;
     }
     case "set_object": {
-      const event = flags & FLAG_EVENT ? r.bytes().slice() : undefined;
+      const event = flags & FLAG_EVENT ? new Uint8Array(r.bytes()) : undefined;
       const entries = readKeyed(r, () => readValue(r));
       op = event === undefined ? { kind, ...base, entries } : { kind, ...base, entries, event };
       break;

@@ -87,7 +87,8 @@ export function decodeEntryValue(index: number, bytes: Uint8Array): Entry {
   const t = r.u8();
   const type: EntryType | undefined = t === 0 ? "normal" : t === 1 ? "conf_change" : undefined;
   if (type === undefined) throw new CodecError("unknown_tag", `entry type ${t}`, { offset: r.pos });
-  return { index, term, type, data: r.raw(r.remaining).slice() };
+  // Copy into a plain Uint8Array: the binding hands out Buffers (whose slice() is a view).
+  return { index, term, type, data: new Uint8Array(r.raw(r.remaining)) };
 }
 
 /** Encodes a hard state. */

@@ -86,7 +86,7 @@ export async function createRocksLogStore(options: RocksLogStoreOptions): Promis
   if (meta !== undefined) {
     state.snapshot = {
       metadata: decodeSnapshotMeta(meta),
-      data: (data ?? new Uint8Array()).slice(),
+      data: data === undefined ? new Uint8Array() : new Uint8Array(data), // a copy, not a Buffer view
     };
   }
   if (floor !== undefined) {

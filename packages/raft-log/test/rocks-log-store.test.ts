@@ -1,0 +1,220 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { createGroupCommitter, type GroupCommitter } from "../src/storage/group-committer.js";
+import { openRocksLogDatabase, type RocksLogDatabase } from "../src/storage/rocks-log-database.js";
+import { createRocksLogStore } from "../src/storage/rocks-log-store.js";
+import type { LogStore } from "../src/storage-port.js";
+import { ent, run, runLogStoreConformance } from "./log-store-conformance.js";
+
+interface Open {
+  dir: string;
+  database: RocksLogDatabase;
+  committer: GroupCommitter | undefined;
+}
+
+/** Harness over real RocksDB databases in temp dirs; neighbours share each database. */
+function rocksHarness(options: { group: boolean; cacheEntries?: number }) {
+  const open = new Map<LogStore, Open>();
+  const dirs: string[] = [];
+  const databases = new Set<RocksLogDatabase>();
+
+  const openStore = async (dir: string): Promise<LogStore> => {
+    const database = await openRocksLogDatabase({ path: dir });
+    databases.add(database);
+    const committer = options.group ? createGroupCommitter(database) : undefined;
+    const common = {
+      database,
+      ...(committer ? { committer } : {}),
+      ...(options.cacheEntries === undefined ? {} : { cacheEntries: options.cacheEntries }),
+    };
+    // Neighbour groups whose ids are prefixes/extensions of the tested one share the DB.
+    for (const groupId of ["g", "g10", "h"]) {
+      const n = await createRocksLogStore({ ...common, groupId });
+      if (n.lastIndex() === 0)
+        await n.save({ entries: run(1, 3, 9), hardState: { term: 9, vote: 9, commit: 3 } });
+    }
+    const store = await createRocksLogStore({ ...common, groupId: "g1" });
+    open.set(store, { dir, database, committer });
+    return store;
+  };
+  const closeDb = async (store: LogStore): Promise<string> => {
+    const o = open.get(store) as Open;
+    open.delete(store);
+    await store.close();
+    await o.committer?.close();
+    await o.database.close();
+    databases.delete(o.database);
+    return o.dir;
+  };
+  return {
+    create: async () => {
+      const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+      dirs.push(dir);
+      return openStore(dir);
+    },
+    reopen: async (store: LogStore) => openStore(await closeDb(store)),
+    crash: {
+      create: async () => {
+        const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+        dirs.push(dir);
+        return openStore(dir);
+      },
+      // In-process stand-in for a crash: the store is abandoned mid-flight (queued group
+      // commits fail against the closed database) and the database is reopened. The real
+      // kill -9 test below covers process death.
+      crash: async (store: LogStore) => {
+        const o = open.get(store) as Open;
+        open.delete(store);
+        await o.database.close();
+        databases.delete(o.database);
+        return openStore(o.dir);
+      },
+    },
+    cleanup: async () => {
+      for (const s of [...open.keys()]) await closeDb(s).catch(() => undefined);
+      for (const d of [...databases]) await d.close().catch(() => undefined);
+      databases.clear();
+      for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+    },
+  };
+}
+
+runLogStoreConformance("rocksdb (one synced WriteBatch per save)", rocksHarness({ group: false }));
+runLogStoreConformance(
+  "rocksdb (group commit, 8-entry cache)",
+  rocksHarness({ group: true, cacheEntries: 8 }),
+);
+
+describe("RocksDB log store specifics", () => {
+  it("isolates groups sharing one database", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+    try {
+      const database = await openRocksLogDatabase({ path: dir });
+      const committer = createGroupCommitter(database);
+      const stores = await Promise.all(
+        ["a", "ab", "b"].map((groupId) => createRocksLogStore({ database, groupId, committer })),
+      );
+      await Promise.all(stores.map((s, i) => s.save({ entries: run(1, 5 + i, i + 1) })));
+      await (stores[0] as LogStore).save({ entries: [ent(2, 7)] });
+      await (stores[1] as LogStore).compact(3, {
+        metadata: {
+          index: 3,
+          term: 2,
+          confState: (stores[1] as LogStore).initialState().confState,
+        },
+        data: new Uint8Array([1]),
+      });
+      await committer.close();
+      await database.close();
+      const db2 = await openRocksLogDatabase({ path: dir });
+      const [a, ab, b] = await Promise.all(
+        ["a", "ab", "b"].map((groupId) => createRocksLogStore({ database: db2, groupId })),
+      );
+      expect([a?.firstIndex(), a?.lastIndex(), a?.term(2)]).toEqual([1, 2, 7]);
+      expect([ab?.firstIndex(), ab?.lastIndex(), ab?.term(3)]).toEqual([4, 6, 2]);
+      expect([b?.firstIndex(), b?.lastIndex(), b?.term(7)]).toEqual([1, 7, 3]);
+      await db2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("batches the saves of many groups into few synced writes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+    try {
+      const database = await openRocksLogDatabase({ path: dir });
+      const committer = createGroupCommitter(database);
+      const stores = await Promise.all(
+        Array.from({ length: 16 }, (_, g) =>
+          createRocksLogStore({ database, groupId: `g${g}`, committer }),
+        ),
+      );
+      for (let round = 1; round <= 3; round++) {
+        await Promise.all(stores.map((s) => s.save({ entries: [ent(round, 1)] })));
+      }
+      const st = committer.stats();
+      expect(st.writes).toBe(48);
+      expect(st.batches).toBeLessThanOrEqual(6);
+      expect(st.averageBatchSize).toBeGreaterThanOrEqual(8);
+      await committer.close();
+      await database.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps every acknowledged save across kill -9 of the writing process", {
+    timeout: 60_000,
+  }, async () => {
+    for (const [mode, groups] of [
+      ["direct", 1],
+      ["group", 4],
+    ] as const) {
+      const dir = mkdtempSync(join(tmpdir(), "raft-log-kill-"));
+      try {
+        const acked = await runAndKill(dir, mode, groups);
+        expect(Math.max(...acked)).toBeGreaterThan(0);
+        const database = await openRocksLogDatabase({ path: dir });
+        for (let g = 0; g < groups; g++) {
+          const s = await createRocksLogStore({ database, groupId: `g${g}` });
+          const top = acked[g] ?? 0;
+          expect(s.lastIndex()).toBeGreaterThanOrEqual(top);
+          const hs = s.initialState().hardState;
+          expect(hs.commit).toBeGreaterThanOrEqual(top - 1);
+          // The hard state and the entries were written in one batch: they agree.
+          expect(hs.commit).toBe(s.lastIndex() - 1);
+          expect(hs.vote).toBe((s.lastIndex() % 5) + 1);
+          const data = s.entries(1, s.lastIndex() + 1).map((e) => new TextDecoder().decode(e.data));
+          expect(data).toEqual(Array.from({ length: s.lastIndex() }, (_, i) => `g${g}-${i + 1}`));
+        }
+        await database.close();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  });
+});
+
+/** Runs the crash child until each group has ≥ 20 acks, SIGKILLs it, returns the top ack per group. */
+function runAndKill(dir: string, mode: string, groups: number): Promise<number[]> {
+  const child = spawn(
+    process.execPath,
+    [
+      "--experimental-transform-types",
+      "--no-warnings",
+      "--import",
+      fileURLToPath(new URL("./fixtures/ts-hooks.mjs", import.meta.url)),
+      fileURLToPath(new URL("./fixtures/crash-child.ts", import.meta.url)),
+      dir,
+      mode,
+      String(groups),
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const acked = new Array<number>(groups).fill(0);
+  let buf = "";
+  let stderr = "";
+  return new Promise((resolve, reject) => {
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.stdout.on("data", (d: Buffer) => {
+      buf += d.toString();
+      const lines = buf.split("\n");
+      buf = lines.pop() ?? "";
+      for (const line of lines) {
+        const [, g, i] = line.split(" ");
+        acked[Number(g)] = Math.max(acked[Number(g)] ?? 0, Number(i));
+      }
+      if (acked.every((n) => n >= 20) && child.exitCode === null) child.kill("SIGKILL");
+    });
+    child.on("exit", (_code, signal) => {
+      if (signal === "SIGKILL") resolve(acked);
+      else reject(new Error(`crash child exited on its own: ${stderr}`));
+    });
+  });
+}
