@@ -275,7 +275,7 @@ describe("leader election (§5.2)", () => {
       }
     }
     expect(conflicts / trials).toBeLessThanOrEqual(0.3);
-  });
+  }, 30_000);
 
   it("scenario 13: dueling candidates yield exactly one leader; a cut-off candidate concedes", () => {
     const nt = new Network([1, 2, 3], { raft: noPre });

@@ -116,7 +116,7 @@ describe("check-quorum and pre-vote (scenario 41)", () => {
       expect(leaders.size, `start ${start}`).toBeLessThanOrEqual(2);
       expect(committed).toBeGreaterThanOrEqual(35);
     }
-  });
+  }, 30_000);
 });
 
 describe("reads and leader transfer (scenario 42)", () => {

@@ -144,5 +144,5 @@ describe("crashes, timing and persistence (§5.5, §5.6)", () => {
       }
       expect(done, `seed ${seed}`).toBe(true);
     }
-  });
+  }, 30_000);
 });

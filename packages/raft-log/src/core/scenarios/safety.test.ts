@@ -264,5 +264,5 @@ describe("safety (§5.4)", () => {
       expect(isRaftError(err, "invariant_violation"), String(f)).toBe(true);
     }
     void ({} as Message);
-  });
+  }, 30_000);
 });
