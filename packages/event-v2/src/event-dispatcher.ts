@@ -283,7 +283,6 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
       return;
     }
     timer = setTimeout(onTimer, Math.max(0, head.deadline - performance.now()));
-    timer.unref?.();
   }
 
   function onTimer(): void {

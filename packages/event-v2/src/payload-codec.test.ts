@@ -76,4 +76,26 @@ describe("payload codec", () => {
     expect(encodeTriggerPayloadBinary(empty)).toEqual(new Uint8Array(0));
     expect(encodeTriggerPayloadJsonString(empty)).toBe("{}");
   });
+
+  it("pooled outputs never overlap across slab boundaries; large payloads are unpooled", () => {
+    const kept: {
+      bytes: Uint8Array;
+      msg: ReturnType<typeof create<typeof TriggerPayloadSchema>>;
+    }[] = [];
+    for (let i = 0; i < 5000; i++) {
+      const msg = create(TriggerPayloadSchema, {
+        eventInfo: {
+          sourceClsId: `c${i}`,
+          sourceObjectIdStr: "x".repeat(i % 50),
+          timestamp: BigInt(i),
+        },
+      });
+      if (i % 1000 === 0) msg.originalPayload = new Uint8Array(5000 + i).fill(i & 255);
+      kept.push({ bytes: encodeTriggerPayloadBinary(msg), msg });
+    }
+    for (const { bytes, msg } of kept) {
+      expect(fromBinary(TriggerPayloadSchema, bytes)).toEqual(msg);
+      expect(bytes.constructor).toBe(Uint8Array);
+    }
+  });
 });

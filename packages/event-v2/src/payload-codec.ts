@@ -29,6 +29,33 @@ export interface TriggerPayloadFields {
 
 const utf8 = new TextEncoder();
 
+// Payloads are carved out of shared 64 KiB slabs (as Node's Buffer pool does): allocating a
+// fresh backing store per payload costs more than the whole encoding. Results are plain
+// Uint8Array views; every byte of a view is written, stale slab bytes stay outside it.
+const SLAB_SIZE = 64 * 1024;
+const MAX_POOLED = 4 * 1024;
+let slab = new ArrayBuffer(SLAB_SIZE);
+let slabOffset = 0;
+
+/** A `Uint8Array` of `size` bytes whose contents the caller overwrites entirely. */
+export function allocPayload(size: number): Uint8Array {
+  if (size > MAX_POOLED) return new Uint8Array(size);
+  if (slabOffset + size > SLAB_SIZE) {
+    slab = new ArrayBuffer(SLAB_SIZE);
+    slabOffset = 0;
+  }
+  const view = new Uint8Array(slab, slabOffset, size);
+  slabOffset = (slabOffset + size + 7) & ~7;
+  return view;
+}
+
+/** UTF-8 encodes `s` into a pooled view. */
+export function utf8Payload(s: string): Uint8Array {
+  const view = allocPayload(Buffer.byteLength(s, "utf8"));
+  utf8.encodeInto(s, view);
+  return view;
+}
+
 function utf8Length(s: string): number {
   const n = s.length;
   let len = n;
@@ -76,7 +103,7 @@ class Writer {
   readonly buf: Uint8Array;
   pos = 0;
   constructor(size: number) {
-    this.buf = new Uint8Array(size);
+    this.buf = allocPayload(size);
   }
   varint(v: number): void {
     const buf = this.buf;
