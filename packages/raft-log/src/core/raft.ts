@@ -1,3 +1,4 @@
+import type { PersistBatch } from "../storage-port.js";
 import type { ConfChange, ConfState, Entry, HardState, Snapshot } from "../types.js";
 import { applyConfChange, type ConfChangeCodec, jsonConfChangeCodec } from "./conf-change.js";
 import { createMessage, type Message, type MessageType } from "./message.js";
@@ -71,10 +72,14 @@ export interface SoftState {
 
 /**
  * What the driver must do next, in order: (1) persist `snapshot`, `entries` and `hardState`
- * as one synced write; (2) send `messages` — a leader's `app`, `heartbeat` and `snap`
- * messages may be sent while (1) is in flight (thesis §10.2.1), every other message only
- * after it is durable; (3) install `snapshot` and apply `committedEntries` in order; serve
- * `readStates`; (4) call `advance()`.
+ * as one synced write (a `Ready` is a valid {@link PersistBatch}); (2) send `messages`;
+ * (3) install `snapshot` and apply `committedEntries` in order, serve `readStates`;
+ * (4) call `advance()`.
+ *
+ * Messages normally wait for (1). The one exception (thesis §10.2.1): when this Ready does
+ * not change term or vote, a leader's `app`, `heartbeat` and `snap` messages may be sent
+ * while (1) is in flight — the leader only counts its own copy towards the commit quorum
+ * after `advance()`. Votes, vote answers and acknowledgements always wait for (1).
  */
 export interface Ready {
   /** Set when leader or role changed. */
