@@ -20,7 +20,7 @@ import type { MutationContext } from "./mutation-context.js";
 import { createTriggerInvocation, type TriggerInvocation } from "./trigger-invocation.js";
 import { collectFunctionTriggers, collectTriggers, type TriggerMatch } from "./trigger-matching.js";
 import { encodeTriggerPayload, triggerPayloadFields } from "./trigger-payload.js";
-import type { TriggerSink } from "./trigger-sink.js";
+import type { TriggerDispatchOptions, TriggerSink } from "./trigger-sink.js";
 
 /** Options of {@link createEventDispatcher}; every {@link EventV2Config} field may be given. */
 export interface EventDispatcherOptions extends Partial<EventV2Config> {
@@ -108,13 +108,32 @@ function timeoutError(ms: number): DOMException {
   return new DOMException(`trigger dispatch exceeded ${ms} ms`, "TimeoutError");
 }
 
-// One dispatch awaiting an asynchronous sink.
-interface Inflight {
+// One dispatch. Its AbortSignal is created only when the sink reads it (most synchronous
+// sinks never do).
+class Inflight {
   readonly invocation: TriggerInvocation;
-  readonly deadline: number;
-  controller: AbortController | undefined;
-  done: boolean;
-  resolve: (() => void) | undefined;
+  deadline = 0;
+  controller: AbortController | undefined = undefined;
+  done = false;
+  resolve: (() => void) | undefined = undefined;
+  constructor(invocation: TriggerInvocation) {
+    this.invocation = invocation;
+  }
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController();
+    return this.controller.signal;
+  }
+}
+
+// What the sink sees: only the signal.
+class SinkOptions implements TriggerDispatchOptions {
+  readonly #rec: Inflight;
+  constructor(rec: Inflight) {
+    this.#rec = rec;
+  }
+  get signal(): AbortSignal {
+    return this.#rec.signal;
+  }
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -320,22 +339,10 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
   // AbortController (the signal is created on first access); an asynchronous one is
   // bounded by `triggerTimeoutMs` even when it ignores its signal.
   function dispatchOne(invocation: TriggerInvocation): Promise<void> | undefined {
-    const rec: Inflight = {
-      invocation,
-      deadline: 0,
-      controller: undefined,
-      done: false,
-      resolve: undefined,
-    };
-    const options = {
-      get signal(): AbortSignal {
-        rec.controller ??= new AbortController();
-        return rec.controller.signal;
-      },
-    };
+    const rec = new Inflight(invocation);
     let result: unknown;
     try {
-      result = (sink as TriggerSink).dispatch(invocation, options);
+      result = (sink as TriggerSink).dispatch(invocation, new SinkOptions(rec));
     } catch (err) {
       failed(invocation.match, err, false);
       return undefined;
@@ -344,7 +351,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
       succeeded(invocation);
       return undefined;
     }
-    (rec as { deadline: number }).deadline = performance.now() + config.triggerTimeoutMs;
+    rec.deadline = performance.now() + config.triggerTimeoutMs;
     inflight.add(rec);
     deadlines.push(rec);
     if (timer === undefined) armTimer();
