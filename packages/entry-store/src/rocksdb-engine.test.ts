@@ -1,0 +1,24 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runEntryStoreConformance } from "../test/conformance.js";
+import type { KvEngine } from "./kv.js";
+import { openRocksEngine, type RocksEngine } from "./rocksdb-engine.js";
+
+const dirs = new WeakMap<KvEngine, string>();
+
+for (const groupCommit of [true, false]) {
+  runEntryStoreConformance({
+    name: `rocksdb (groupCommit: ${groupCommit})`,
+    async createEngine(): Promise<KvEngine> {
+      const dir = mkdtempSync(join(tmpdir(), "entry-store-conf-"));
+      const engine: RocksEngine = await openRocksEngine({ location: dir, groupCommit });
+      dirs.set(engine, dir);
+      return engine;
+    },
+    async dispose(engine: KvEngine): Promise<void> {
+      const dir = dirs.get(engine);
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    },
+  });
+}
