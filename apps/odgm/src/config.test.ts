@@ -50,7 +50,10 @@ describe("loadConfig", () => {
   });
 
   it("the primary name wins over the alias", () => {
-    const c = loadConfig({ ODGM_ENABLE_STRING_KEYS: "true", ODGM_ENABLE_STRING_ENTRY_KEYS: "false" });
+    const c = loadConfig({
+      ODGM_ENABLE_STRING_KEYS: "true",
+      ODGM_ENABLE_STRING_ENTRY_KEYS: "false",
+    });
     expect(c.features.stringKeys).toBe(true);
   });
 
@@ -68,6 +71,8 @@ describe("loadConfig", () => {
     ["ODGM_COLLECTION", '{"name":"a"}'],
     ["ODGM_COLLECTION", '[{"name":"a","bogus":1}]'],
     ["ODGM_COLLECTION", '[{"name":"a"},{"name":"a"}]'],
+    ["ODGM_EVENT_QUEUE_BOUND", "lots"],
+    ["ODGM_EVENT_PAYLOAD_FORMAT", "xml"],
   ])("rejects %s=%s naming the variable", (name, value) => {
     const err = errorOf({ [name]: value });
     expect(err.variable).toBe(name);

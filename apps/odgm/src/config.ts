@@ -1,5 +1,6 @@
-import { type CreateCollectionRequest, CreateCollectionRequestSchema } from "@oprc/grpc-api";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { type EventV2Config, eventConfigFromEnv } from "@oprc/event-v2";
+import { type CreateCollectionRequest, CreateCollectionRequestSchema } from "@oprc/grpc-api";
 import { z } from "zod";
 
 /** Environment the configuration is read from (usually `process.env`). */
@@ -47,6 +48,8 @@ export interface OdgmConfig {
     /** `ODGM_SHUTDOWN_TIMEOUT_MS` (default 10000): how long a graceful stop waits for in-flight work. */
     readonly shutdownTimeoutMs: number;
   };
+  /** Events V2: `ODGM_EVENT_*`, `ODGM_MAX_BATCH_TRIGGER_FANOUT`, `ODGM_MAX_TRIGGER_DEPTH`, `ODGM_TRIGGER_TIMEOUT_MS`. */
+  readonly events: EventV2Config;
   /** `ODGM_LOG_LEVEL` (default `info`). */
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** The raw environment, for packages that parse their own variables (events). */
@@ -79,9 +82,17 @@ function bool(env: Env, name: string, fallback: boolean, alias?: string): boolea
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name]?.trim();
   if (raw === undefined || raw === "") return fallback;
-  const parsed = z.coerce.number().int().min(min).max(max).safeParse(/^-?\d+$/.test(raw) ? raw : NaN);
+  const parsed = z.coerce
+    .number()
+    .int()
+    .min(min)
+    .max(max)
+    .safeParse(/^-?\d+$/.test(raw) ? raw : NaN);
   if (!parsed.success) {
-    throw new ConfigError(name, `expected an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+    throw new ConfigError(
+      name,
+      `expected an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`,
+    );
   }
   return parsed.data;
 }
@@ -91,6 +102,16 @@ function nodeIdOf(name: string, raw: string): bigint {
     throw new ConfigError(name, `expected a node id from 1 to 2^64-1, got ${JSON.stringify(raw)}`);
   }
   return BigInt(raw);
+}
+
+function parseEvents(env: Env): EventV2Config {
+  try {
+    return eventConfigFromEnv({ ...env });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const variable = /ODGM_[A-Z0-9_]+/.exec(message)?.[0] ?? "ODGM_EVENT_*";
+    throw new ConfigError(variable, message.replace(/^\[[a-z_]+\]\s*/, ""));
+  }
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -110,7 +131,9 @@ function parseCollections(raw: string | undefined): CreateCollectionRequest[] {
   return json.map((item, i) => {
     let req: CreateCollectionRequest;
     try {
-      req = fromJson(CreateCollectionRequestSchema, item as JsonValue, { ignoreUnknownFields: false });
+      req = fromJson(CreateCollectionRequestSchema, item as JsonValue, {
+        ignoreUnknownFields: false,
+      });
     } catch (err) {
       throw new ConfigError("ODGM_COLLECTION", `item ${i}: ${(err as Error).message}`);
     }
@@ -141,7 +164,10 @@ export function loadConfig(env: Env): OdgmConfig {
     : [nodeId];
   const storage = (env.ODGM_STORAGE?.trim() || "rocksdb").toLowerCase();
   if (storage !== "rocksdb" && storage !== "memory") {
-    throw new ConfigError("ODGM_STORAGE", `expected rocksdb or memory, got ${JSON.stringify(storage)}`);
+    throw new ConfigError(
+      "ODGM_STORAGE",
+      `expected rocksdb or memory, got ${JSON.stringify(storage)}`,
+    );
   }
   const logLevel = (env.ODGM_LOG_LEVEL?.trim() || "info").toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -168,10 +194,17 @@ export function loadConfig(env: Env): OdgmConfig {
     limits: {
       prefetchLimit: int(env, "ODGM_GRANULAR_PREFETCH_LIMIT", 256, 1, 65_536),
       maxGetEntries: int(env, "ODGM_MAX_GET_ENTRIES", 65_536, 1, 10_000_000),
-      maxMessageBytes: int(env, "ODGM_MAX_MESSAGE_BYTES", 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      maxMessageBytes: int(
+        env,
+        "ODGM_MAX_MESSAGE_BYTES",
+        4 * 1024 * 1024,
+        1024,
+        1024 * 1024 * 1024,
+      ),
       invokeTimeoutMs: int(env, "ODGM_INVOKE_TIMEOUT_MS", 30_000, 1, 3_600_000),
       shutdownTimeoutMs: int(env, "ODGM_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     },
+    events: parseEvents(env),
     logLevel: logLevel as OdgmConfig["logLevel"],
     env,
   };

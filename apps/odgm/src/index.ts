@@ -1,1 +1,5 @@
-export {};
+// @oprc/odgm — the ODGM service as a library: start a node in-process (tests, embedding).
+export type { Env, OdgmConfig } from "./config.js";
+export { ConfigError, loadConfig } from "./config.js";
+export type { OdgmNode, StartOdgmOptions } from "./odgm.js";
+export { DEFAULT_COLLECTION, startOdgm } from "./odgm.js";

@@ -25,7 +25,9 @@ export interface FunctionClientPool {
  * Creates a pool of `OprcFunction` clients keyed by route URL. connect-node keeps one
  * HTTP/2 session per transport, so one transport per URL is the connection pool.
  */
-export function createFunctionClientPool(options: FunctionClientPoolOptions = {}): FunctionClientPool {
+export function createFunctionClientPool(
+  options: FunctionClientPoolOptions = {},
+): FunctionClientPool {
   const clients = new Map<string, FunctionClient>();
   return {
     get(url: string): FunctionClient {

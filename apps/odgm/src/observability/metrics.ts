@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** The service's Prometheus metrics (names from spec §9 and seed 003 §12). */
 export interface OdgmMetrics {
@@ -46,7 +46,9 @@ export function createOdgmMetrics(): OdgmMetrics {
   const latency = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000];
   return {
     registry,
-    entryReads: c("odgm_entry_reads_total", "Entry reads (GetValue, ListValues items).", ["collection"]),
+    entryReads: c("odgm_entry_reads_total", "Entry reads (GetValue, ListValues items).", [
+      "collection",
+    ]),
     entryWrites: c("odgm_entry_writes_total", "Entries written.", ["collection"]),
     entryDeletes: c("odgm_entry_deletes_total", "Entries deleted.", ["collection"]),
     blobFallbackReads: c(
@@ -91,7 +93,12 @@ export function createOdgmMetrics(): OdgmMetrics {
       "method",
       "code",
     ]),
-    rpcDurationMs: h("odgm_rpc_duration_ms", "RPC handling time in milliseconds.", ["method"], latency),
+    rpcDurationMs: h(
+      "odgm_rpc_duration_ms",
+      "RPC handling time in milliseconds.",
+      ["method"],
+      latency,
+    ),
     eventsEmitted: c("odgm_events_emitted_total", "Per-entry change events emitted.", [
       "collection",
       "action",

@@ -71,7 +71,9 @@ describe("dual-protocol server", () => {
     // Byte-at-a-time start of an HTTP/1.1 request that shares "P" with the preface.
     socket.write("P");
     await new Promise((r) => setTimeout(r, 20));
-    socket.write("OST /split HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    socket.write(
+      "OST /split HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
     const reply = await new Promise<string>((resolve) => {
       let data = "";
       socket.on("data", (c) => {

@@ -1,5 +1,9 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
+import http2, {
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session,
+} from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 (compatibility API) requests. */

@@ -1,0 +1,146 @@
+import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { KvShard } from "@oprc/entry-store";
+import {
+  CollectionRecordSchema,
+  type CreateCollectionRequest,
+  CreateCollectionRequestSchema,
+} from "@oprc/grpc-api";
+
+/** Shard types a collection may ask for; `none` and `single` are aliases of `basic`. */
+const BASIC_SHARD_TYPES = new Set(["", "basic", "none", "single"]);
+/** Collection names: what REST paths and Zenoh key expressions carry without escaping. */
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const PREFIX = new TextEncoder().encode("collection/");
+
+/** Why a collection spec was refused. */
+export class CollectionSpecError extends Error {
+  override readonly name = "CollectionSpecError";
+  readonly code: "invalid" | "exists" | "unsupported";
+  constructor(code: "invalid" | "exists" | "unsupported", message: string) {
+    super(`[${code}] ${message}`);
+    this.code = code;
+  }
+}
+
+/** The collections a node serves, persisted in the node's system keyspace. */
+export interface CollectionRegistry {
+  /** Every collection, sorted by name. */
+  list(): CreateCollectionRequest[];
+  /** One collection by name. */
+  get(name: string): CreateCollectionRequest | undefined;
+  /**
+   * Validates, normalizes (partition_count ≥ 1, shard type `basic`) and persists a
+   * collection. Creating an existing collection with an equal spec is a no-op
+   * (`created: false`); a different spec is refused.
+   */
+  create(
+    spec: CreateCollectionRequest,
+  ): Promise<{ created: boolean; spec: CreateCollectionRequest }>;
+}
+
+/** Checks and normalizes a spec without storing it. */
+export function normalizeCollectionSpec(spec: CreateCollectionRequest): CreateCollectionRequest {
+  if (!NAME.test(spec.name)) {
+    throw new CollectionSpecError(
+      "invalid",
+      `collection name ${JSON.stringify(spec.name)} must be 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit`,
+    );
+  }
+  const partitions = spec.partitionCount === 0 ? 1 : spec.partitionCount;
+  if (!Number.isInteger(partitions) || partitions < 1 || partitions > 65_536) {
+    throw new CollectionSpecError(
+      "invalid",
+      `partition_count of ${spec.name} must be 1..65536, got ${spec.partitionCount}`,
+    );
+  }
+  const shardType = spec.shardType.toLowerCase();
+  if (shardType === "raft") {
+    throw new CollectionSpecError(
+      "unsupported",
+      `collection ${spec.name}: raft shards are not served by this build yet; use shard_type "basic"`,
+    );
+  }
+  if (!BASIC_SHARD_TYPES.has(shardType)) {
+    throw new CollectionSpecError(
+      "invalid",
+      `collection ${spec.name}: unknown shard_type ${JSON.stringify(spec.shardType)} (basic, none, single or raft)`,
+    );
+  }
+  for (const [fn, route] of Object.entries(spec.invocations?.fnRoutes ?? {})) {
+    let url: URL | undefined;
+    try {
+      url = new URL(route.url);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+      throw new CollectionSpecError(
+        "invalid",
+        `collection ${spec.name}: route of function ${fn} needs an http:// or https:// url, got ${JSON.stringify(route.url)}`,
+      );
+    }
+  }
+  const normalized = create(CreateCollectionRequestSchema, spec);
+  normalized.partitionCount = partitions;
+  normalized.replicaCount = spec.replicaCount === 0 ? 1 : spec.replicaCount;
+  normalized.shardType = "basic";
+  return normalized;
+}
+
+/** Loads the registry from `shard` (the node's system shard). */
+export async function openCollectionRegistry(shard: KvShard): Promise<CollectionRegistry> {
+  const byName = new Map<string, CreateCollectionRequest>();
+  const upper = PREFIX.slice();
+  upper[upper.length - 1] = (upper[upper.length - 1] ?? 0) + 1;
+  const it = shard.iterator("system", { gte: PREFIX, lt: upper });
+  try {
+    for (let page = await it.next(256); page.length > 0; page = await it.next(256)) {
+      for (const [, value] of page) {
+        const record = fromBinary(CollectionRecordSchema, value);
+        if (record.spec !== undefined) byName.set(record.spec.name, record.spec);
+      }
+    }
+  } finally {
+    await it.close();
+  }
+  const keyOf = (name: string): Uint8Array => {
+    const n = new TextEncoder().encode(name);
+    const key = new Uint8Array(PREFIX.length + n.length);
+    key.set(PREFIX);
+    key.set(n, PREFIX.length);
+    return key;
+  };
+  return {
+    list: () =>
+      [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    get: (name) => byName.get(name),
+    async create(input) {
+      const spec = normalizeCollectionSpec(input);
+      const existing = byName.get(spec.name);
+      if (existing !== undefined) {
+        if (equals(CreateCollectionRequestSchema, existing, spec))
+          return { created: false, spec: existing };
+        throw new CollectionSpecError(
+          "exists",
+          `collection ${spec.name} already exists with a different spec`,
+        );
+      }
+      const record = create(CollectionRecordSchema, { spec, createdAtMs: BigInt(Date.now()) });
+      await shard.write(
+        [
+          {
+            type: "put",
+            keyspace: "system",
+            key: keyOf(spec.name),
+            value: toBinary(CollectionRecordSchema, record),
+          },
+        ],
+        {
+          sync: true,
+        },
+      );
+      byName.set(spec.name, spec);
+      return { created: true, spec };
+    },
+  };
+}

@@ -1,0 +1,113 @@
+import { createEntryStore, type EntryStore, type KvEngine } from "@oprc/entry-store";
+import {
+  createEventDispatcher,
+  type EventDispatcher,
+  type EventV2Config,
+  type ShutdownReport,
+  type TriggerSink,
+} from "@oprc/event-v2";
+import type { CreateCollectionRequest } from "@oprc/grpc-api";
+import { hashId } from "@oprc/oprc-id";
+import type { OdgmMetrics } from "../observability/metrics.js";
+
+/** One collection partition served by this node (a `basic` shard: no replication). */
+export interface Shard {
+  readonly cls: string;
+  readonly partition: number;
+  /** Stable id: the assignment's shard id when given, else derived from `<cls>/<partition>`. */
+  readonly shardId: bigint;
+  readonly store: EntryStore;
+  /** The shard's event dispatcher; `undefined` when `ODGM_EVENT_PIPELINE_V2=false`. */
+  readonly events: EventDispatcher | undefined;
+}
+
+/** Options of {@link createShardManager}. */
+export interface ShardManagerOptions {
+  readonly engine: KvEngine;
+  readonly sync: boolean;
+  readonly granular: boolean;
+  readonly prefetchLimit: number;
+  readonly maxGetEntries: number;
+  readonly maxKeyLength: number;
+  readonly events: EventV2Config;
+  readonly sink: TriggerSink;
+  readonly metrics: OdgmMetrics;
+}
+
+/** The shards of every collection this node serves. */
+export interface ShardManager {
+  /** The shard of `(cls, partition)`, or `undefined` when the node has no such shard. */
+  get(cls: string, partition: number): Shard | undefined;
+  /** Whether the node serves collection `cls`. */
+  hasCollection(cls: string): boolean;
+  /** Every shard, in creation order. */
+  all(): readonly Shard[];
+  /** Opens the shards of a collection (idempotent per collection). */
+  addCollection(spec: CreateCollectionRequest): Promise<void>;
+  /** Drains (or, once `signal` aborts, discards) event queues and closes the stores. */
+  close(signal?: AbortSignal): Promise<ShutdownReport[]>;
+}
+
+/** Opens and tracks one entry store and one event dispatcher per shard. */
+export function createShardManager(options: ShardManagerOptions): ShardManager {
+  const shards = new Map<string, Shard>();
+  const collections = new Map<string, Shard[]>();
+  const order: Shard[] = [];
+  const { metrics } = options;
+  return {
+    get: (cls, partition) => collections.get(cls)?.[partition],
+    hasCollection: (cls) => collections.has(cls),
+    all: () => order,
+    async addCollection(spec) {
+      if (collections.has(spec.name)) return;
+      const list: Shard[] = [];
+      for (let partition = 0; partition < spec.partitionCount; partition++) {
+        const name = `${spec.name}/${partition}`;
+        const assigned = spec.shardAssignments[partition]?.shardIds[0];
+        const shardId = assigned ?? hashId(name);
+        const cls = spec.name;
+        const store = await createEntryStore({
+          engine: options.engine,
+          shard: name,
+          sync: options.sync,
+          granular: options.granular,
+          prefetchLimit: options.prefetchLimit,
+          maxGetEntries: options.maxGetEntries,
+          maxKeyLength: options.maxKeyLength,
+          onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
+        });
+        const events = options.events.pipelineEnabled
+          ? createEventDispatcher({
+              ...options.events,
+              sink: options.sink,
+              hooks: {
+                onEmitted: (action, count) =>
+                  metrics.eventsEmitted.inc({ collection: cls, action }, count),
+                onTruncated: () => metrics.eventTruncatedBatches.inc({ collection: cls }),
+                onQueueDrop: () => metrics.eventQueueDrops.inc({ collection: cls }),
+                onTriggerDispatched: (inv) =>
+                  metrics.triggersFired.inc({ collection: cls, kind: inv.kind }),
+                onTriggerFailure: () => metrics.triggerFailures.inc({ collection: cls }),
+                onDepthExceeded: () => metrics.triggerDepthExceeded.inc({ collection: cls }),
+              },
+            })
+          : undefined;
+        const shard: Shard = { cls, partition, shardId, store, events };
+        list.push(shard);
+        order.push(shard);
+        shards.set(name, shard);
+      }
+      collections.set(spec.name, list);
+    },
+    async close(signal) {
+      const reports: ShutdownReport[] = [];
+      for (const shard of order) {
+        if (shard.events !== undefined) {
+          reports.push(await shard.events.close(signal === undefined ? {} : { signal }));
+        }
+      }
+      for (const shard of order) await shard.store.close();
+      return reports;
+    },
+  };
+}
