@@ -46,6 +46,7 @@ describe("GatewayError", () => {
   });
 
   it("every code has a status", () => {
-    for (const status of Object.values(GATEWAY_ERROR_STATUS)) expect(status).toBeGreaterThanOrEqual(400);
+    for (const status of Object.values(GATEWAY_ERROR_STATUS))
+      expect(status).toBeGreaterThanOrEqual(400);
   });
 });

@@ -19,7 +19,11 @@ describe("mediaType / bodyKind", () => {
 });
 
 describe("negotiate", () => {
-  const offers = ["application/json", "application/octet-stream", "application/x-protobuf"] as const;
+  const offers = [
+    "application/json",
+    "application/octet-stream",
+    "application/x-protobuf",
+  ] as const;
   it("defaults to the first offer", () => {
     expect(negotiate(undefined, offers)).toBe("application/json");
     expect(negotiate("", offers)).toBe("application/json");
@@ -27,8 +31,12 @@ describe("negotiate", () => {
   });
   it("honours exact types, wildcards and q-values", () => {
     expect(negotiate("application/octet-stream", offers)).toBe("application/octet-stream");
-    expect(negotiate("application/x-protobuf, application/json;q=0.5", offers)).toBe("application/x-protobuf");
-    expect(negotiate("application/*;q=0.2, application/json;q=0.1", offers)).toBe("application/octet-stream");
+    expect(negotiate("application/x-protobuf, application/json;q=0.5", offers)).toBe(
+      "application/x-protobuf",
+    );
+    expect(negotiate("application/*;q=0.2, application/json;q=0.1", offers)).toBe(
+      "application/octet-stream",
+    );
     expect(negotiate("text/html, */*;q=0.1", offers)).toBe("application/json");
   });
   it("a more specific range overrides a wildcard", () => {

@@ -21,7 +21,13 @@ function code(fn: () => unknown): string | undefined {
 
 describe("rawPathSegments", () => {
   it("keeps escapes and drops query and fragment", () => {
-    expect(rawPathSegments("http://h:1/api/class/a%2Fb/0?x=%2F#f")).toEqual(["", "api", "class", "a%2Fb", "0"]);
+    expect(rawPathSegments("http://h:1/api/class/a%2Fb/0?x=%2F#f")).toEqual([
+      "",
+      "api",
+      "class",
+      "a%2Fb",
+      "0",
+    ]);
   });
 });
 
@@ -29,7 +35,10 @@ describe("parseObjectSegment", () => {
   it("digits fitting u64 are numeric, canonicalized", () => {
     expect(parseObjectSegment("042", {})).toEqual({ kind: "numeric", id: "42", numeric: 42n });
     expect(parseObjectSegment("18446744073709551615", {}).kind).toBe("numeric");
-    expect(parseObjectSegment("18446744073709551616", {})).toEqual({ kind: "string", id: "18446744073709551616" });
+    expect(parseObjectSegment("18446744073709551616", {})).toEqual({
+      kind: "string",
+      id: "18446744073709551616",
+    });
   });
   it("decodes and normalizes strings; rejects / and dot segments and bad escapes", () => {
     expect(parseObjectSegment("Ord%5F1", {})).toEqual({ kind: "string", id: "ord_1" });
@@ -37,24 +46,33 @@ describe("parseObjectSegment", () => {
     expect(code(() => parseObjectSegment("..", {}))).toBe("bad_request");
     expect(code(() => parseObjectSegment("%E0%A4%A", {}))).toBe("bad_request");
     expect(code(() => parseObjectSegment("caf%C3%A9", {}))).toBe("bad_request");
-    expect(parseObjectSegment("Caf%C3%A9", { unicode: true })).toEqual({ kind: "string", id: "café" });
+    expect(parseObjectSegment("Caf%C3%A9", { unicode: true })).toEqual({
+      kind: "string",
+      id: "café",
+    });
     expect(code(() => parseObjectSegment("a%2Fb", { unicode: true }))).toBe("bad_request");
     expect(code(() => parseObjectSegment("abcdefghi", { maxLength: 8 }))).toBe("bad_request");
   });
   it("property: any string either parses to a normalized id that re-parses to itself, or is a 400", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.string({ unit: "grapheme" }), fc.stringMatching(/^[0-9]{1,22}$/)), fc.boolean(), (s, unicode) => {
-        const raw = encodeURIComponent(s);
-        let id: ReturnType<typeof parseObjectSegment>;
-        try {
-          id = parseObjectSegment(raw, { unicode });
-        } catch (err) {
-          expect(isGatewayError(err) && err.code === "bad_request" && err.rawMessage.length > 0).toBe(true);
-          return;
-        }
-        expect(parseObjectSegment(encodeURIComponent(id.id), { unicode }).id).toBe(id.id);
-        expect(id.id).not.toContain("/");
-      }),
+      fc.property(
+        fc.oneof(fc.string(), fc.string({ unit: "grapheme" }), fc.stringMatching(/^[0-9]{1,22}$/)),
+        fc.boolean(),
+        (s, unicode) => {
+          const raw = encodeURIComponent(s);
+          let id: ReturnType<typeof parseObjectSegment>;
+          try {
+            id = parseObjectSegment(raw, { unicode });
+          } catch (err) {
+            expect(
+              isGatewayError(err) && err.code === "bad_request" && err.rawMessage.length > 0,
+            ).toBe(true);
+            return;
+          }
+          expect(parseObjectSegment(encodeURIComponent(id.id), { unicode }).id).toBe(id.id);
+          expect(id.id).not.toContain("/");
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -79,7 +97,10 @@ describe("parsePartitionSegment and wire refs", () => {
     expect(code(() => parsePartitionSegment("1e3"))).toBe("bad_request");
   });
   it("numeric 0 travels as the string id, other numbers as object_id", () => {
-    expect(objectRef({ kind: "numeric", id: "0", numeric: 0n })).toEqual({ objectId: 0n, objectIdStr: "0" });
+    expect(objectRef({ kind: "numeric", id: "0", numeric: 0n })).toEqual({
+      objectId: 0n,
+      objectIdStr: "0",
+    });
     expect(objectRef({ kind: "numeric", id: "5", numeric: 5n })).toEqual({ objectId: 5n });
     expect(objectRef({ kind: "string", id: "x" })).toEqual({ objectId: 0n, objectIdStr: "x" });
     expect(keyRef({ kind: "numeric", key: "0", numeric: 0 })).toEqual({ key: 0 });

@@ -10,7 +10,11 @@ describe("value JSON", () => {
     const v = parseValueJson({ value: "shipped" }, "body");
     expect(new TextDecoder().decode(v.data)).toBe('"shipped"');
     expect(v.type).toBe(ValType.BYTE);
-    expect(valueToJson(v)).toEqual({ type: "VAL_TYPE_BYTE", data: base64Encode(v.data), value: "shipped" });
+    expect(valueToJson(v)).toEqual({
+      type: "VAL_TYPE_BYTE",
+      data: base64Encode(v.data),
+      value: "shipped",
+    });
   });
 
   it("property: any JSON value round-trips through {value}", () => {
@@ -24,23 +28,31 @@ describe("value JSON", () => {
 
   it("property: any bytes round-trip exactly through {data, type}", () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 64 }), fc.boolean(), fc.boolean(), (bytes, crdt, urlSafe) => {
-        const type = crdt ? "VAL_TYPE_CRDT_MAP" : "VAL_TYPE_BYTE";
-        const data = base64Encode(bytes, urlSafe ? "url" : "std");
-        const v = parseValueJson({ data, type }, "body");
-        expect(v.data).toEqual(bytes);
-        const out = valueToJson(v);
-        expect(out.data).toBe(base64Encode(bytes));
-        expect(out.type).toBe(type);
-        if (crdt) expect("value" in out).toBe(false);
-      }),
+      fc.property(
+        fc.uint8Array({ maxLength: 64 }),
+        fc.boolean(),
+        fc.boolean(),
+        (bytes, crdt, urlSafe) => {
+          const type = crdt ? "VAL_TYPE_CRDT_MAP" : "VAL_TYPE_BYTE";
+          const data = base64Encode(bytes, urlSafe ? "url" : "std");
+          const v = parseValueJson({ data, type }, "body");
+          expect(v.data).toEqual(bytes);
+          const out = valueToJson(v);
+          expect(out.data).toBe(base64Encode(bytes));
+          expect(out.type).toBe(type);
+          if (crdt) expect("value" in out).toBe(false);
+        },
+      ),
     );
   });
 
   it("bytes that are not JSON have no value", () => {
-    expect("value" in valueToJson(parseValueJson({ data: base64Encode(new TextEncoder().encode("shipped")) }, "b"))).toBe(
-      false,
-    );
+    expect(
+      "value" in
+        valueToJson(
+          parseValueJson({ data: base64Encode(new TextEncoder().encode("shipped")) }, "b"),
+        ),
+    ).toBe(false);
     expect("value" in valueToJson(parseValueJson({ data: "" }, "b"))).toBe(false);
   });
 
