@@ -78,11 +78,11 @@ function toPlaneError(err: unknown): unknown {
 const keyOf = (key: string, numeric: boolean): EntryKey =>
   numeric ? { kind: "numeric", key, numeric: Number(key) } : { kind: "string", key };
 
-const valueOf = (v: ValData): EntryValue => ({ data: v.data, type: v.type });
+const entryValueOf = (v: ValData): EntryValue => ({ data: v.data, type: v.type });
 const valData = (v: EntryValue): ValData => create(ValDataSchema, { data: v.data, type: v.type });
 
 function storedEntry(e: StoreEntry): ListedEntry {
-  return { key: keyOf(e.key, e.numeric), value: valueOf(e.value), version: e.version };
+  return { key: keyOf(e.key, e.numeric), value: entryValueOf(e.value), version: e.version };
 }
 
 /**
@@ -152,10 +152,10 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     if (obj === undefined) return undefined;
     const entries: StoredEntry[] = [];
     for (const [k, v] of obj.entries) {
-      entries.push({ key: keyOf(String(k), true), value: valueOf(v), version: obj.version });
+      entries.push({ key: keyOf(String(k), true), value: entryValueOf(v), version: obj.version });
     }
     for (const [k, v] of obj.entriesStr) {
-      entries.push({ key: keyOf(k, false), value: valueOf(v), version: obj.version });
+      entries.push({ key: keyOf(k, false), value: entryValueOf(v), version: obj.version });
     }
     return { version: obj.version, entries, event: obj.event };
   };
