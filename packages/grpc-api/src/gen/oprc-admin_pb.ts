@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oprc-admin.proto.
  */
 export const file_oprc_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChBvcHJjLWFkbWluLnByb3RvEgRvcHJjIhgKFkxpc3RDb2xsZWN0aW9uc1JlcXVlc3QiTQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USMgoLY29sbGVjdGlvbnMYASADKAsyHS5vcHJjLkNyZWF0ZUNvbGxlY3Rpb25SZXF1ZXN0MrYBChFDb2xsZWN0aW9uU2VydmljZRJRChBDcmVhdGVDb2xsZWN0aW9uEh0ub3ByYy5DcmVhdGVDb2xsZWN0aW9uUmVxdWVzdBoeLm9wcmMuQ3JlYXRlQ29sbGVjdGlvblJlc3BvbnNlEk4KD0xpc3RDb2xsZWN0aW9ucxIcLm9wcmMuTGlzdENvbGxlY3Rpb25zUmVxdWVzdBodLm9wcmMuTGlzdENvbGxlY3Rpb25zUmVzcG9uc2ViBnByb3RvMw", [file_oprc_data]);
+  fileDesc("ChBvcHJjLWFkbWluLnByb3RvEgRvcHJjIhgKFkxpc3RDb2xsZWN0aW9uc1JlcXVlc3QiTQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USMgoLY29sbGVjdGlvbnMYASADKAsyHS5vcHJjLkNyZWF0ZUNvbGxlY3Rpb25SZXF1ZXN0IpQBChhMaXN0TGVnYWN5T2JqZWN0c1JlcXVlc3QSDgoGY2xzX2lkGAEgASgJEhQKDHBhcnRpdGlvbl9pZBgCIAEoDRIcCg9hZnRlcl9vYmplY3RfaWQYAyABKARIAIgBARIRCglwYWdlX3NpemUYBCABKA0SDQoFbGltaXQYBSABKARCEgoQX2FmdGVyX29iamVjdF9pZCImChBMZWdhY3lPYmplY3RQYWdlEhIKCm9iamVjdF9pZHMYASADKAQiVwobQ29udmVydExlZ2FjeU9iamVjdHNSZXF1ZXN0Eg4KBmNsc19pZBgBIAEoCRIUCgxwYXJ0aXRpb25faWQYAiABKA0SEgoKb2JqZWN0X2lkcxgDIAMoBCJTChxDb252ZXJ0TGVnYWN5T2JqZWN0c1Jlc3BvbnNlEhEKCWNvbnZlcnRlZBgBIAEoBBIPCgdza2lwcGVkGAIgASgEEg8KB2VudHJpZXMYAyABKAQytgEKEUNvbGxlY3Rpb25TZXJ2aWNlElEKEENyZWF0ZUNvbGxlY3Rpb24SHS5vcHJjLkNyZWF0ZUNvbGxlY3Rpb25SZXF1ZXN0Gh4ub3ByYy5DcmVhdGVDb2xsZWN0aW9uUmVzcG9uc2USTgoPTGlzdENvbGxlY3Rpb25zEhwub3ByYy5MaXN0Q29sbGVjdGlvbnNSZXF1ZXN0Gh0ub3ByYy5MaXN0Q29sbGVjdGlvbnNSZXNwb25zZTLCAQoSTWFpbnRlbmFuY2VTZXJ2aWNlEk0KEUxpc3RMZWdhY3lPYmplY3RzEh4ub3ByYy5MaXN0TGVnYWN5T2JqZWN0c1JlcXVlc3QaFi5vcHJjLkxlZ2FjeU9iamVjdFBhZ2UwARJdChRDb252ZXJ0TGVnYWN5T2JqZWN0cxIhLm9wcmMuQ29udmVydExlZ2FjeU9iamVjdHNSZXF1ZXN0GiIub3ByYy5Db252ZXJ0TGVnYWN5T2JqZWN0c1Jlc3BvbnNlYgZwcm90bzM", [file_oprc_data]);
 
 /**
  * @generated from message oprc.ListCollectionsRequest
@@ -64,6 +64,214 @@ export const ListCollectionsResponseSchema: GenMessage<ListCollectionsResponse, 
   messageDesc(file_oprc_admin, 1);
 
 /**
+ * @generated from message oprc.ListLegacyObjectsRequest
+ */
+export type ListLegacyObjectsRequest = Message<"oprc.ListLegacyObjectsRequest"> & {
+  /**
+   * @generated from field: string cls_id = 1;
+   */
+  clsId: string;
+
+  /**
+   * @generated from field: uint32 partition_id = 2;
+   */
+  partitionId: number;
+
+  /**
+   * @generated from field: optional uint64 after_object_id = 3;
+   */
+  afterObjectId?: bigint | undefined;
+
+  /**
+   * Ids per streamed page; 0 means 1000.
+   *
+   * @generated from field: uint32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * Stop after this many ids; 0 means no limit.
+   *
+   * @generated from field: uint64 limit = 5;
+   */
+  limit: bigint;
+};
+
+/**
+ * @generated from message oprc.ListLegacyObjectsRequest
+ */
+export type ListLegacyObjectsRequestJson = {
+  /**
+   * @generated from field: string cls_id = 1;
+   */
+  clsId?: string;
+
+  /**
+   * @generated from field: uint32 partition_id = 2;
+   */
+  partitionId?: number;
+
+  /**
+   * @generated from field: optional uint64 after_object_id = 3;
+   */
+  afterObjectId?: string;
+
+  /**
+   * Ids per streamed page; 0 means 1000.
+   *
+   * @generated from field: uint32 page_size = 4;
+   */
+  pageSize?: number;
+
+  /**
+   * Stop after this many ids; 0 means no limit.
+   *
+   * @generated from field: uint64 limit = 5;
+   */
+  limit?: string;
+};
+
+/**
+ * Describes the message oprc.ListLegacyObjectsRequest.
+ * Use `create(ListLegacyObjectsRequestSchema)` to create a new message.
+ */
+export const ListLegacyObjectsRequestSchema: GenMessage<ListLegacyObjectsRequest, {jsonType: ListLegacyObjectsRequestJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_admin, 2);
+
+/**
+ * @generated from message oprc.LegacyObjectPage
+ */
+export type LegacyObjectPage = Message<"oprc.LegacyObjectPage"> & {
+  /**
+   * @generated from field: repeated uint64 object_ids = 1;
+   */
+  objectIds: bigint[];
+};
+
+/**
+ * @generated from message oprc.LegacyObjectPage
+ */
+export type LegacyObjectPageJson = {
+  /**
+   * @generated from field: repeated uint64 object_ids = 1;
+   */
+  objectIds?: string[];
+};
+
+/**
+ * Describes the message oprc.LegacyObjectPage.
+ * Use `create(LegacyObjectPageSchema)` to create a new message.
+ */
+export const LegacyObjectPageSchema: GenMessage<LegacyObjectPage, {jsonType: LegacyObjectPageJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_admin, 3);
+
+/**
+ * @generated from message oprc.ConvertLegacyObjectsRequest
+ */
+export type ConvertLegacyObjectsRequest = Message<"oprc.ConvertLegacyObjectsRequest"> & {
+  /**
+   * @generated from field: string cls_id = 1;
+   */
+  clsId: string;
+
+  /**
+   * @generated from field: uint32 partition_id = 2;
+   */
+  partitionId: number;
+
+  /**
+   * @generated from field: repeated uint64 object_ids = 3;
+   */
+  objectIds: bigint[];
+};
+
+/**
+ * @generated from message oprc.ConvertLegacyObjectsRequest
+ */
+export type ConvertLegacyObjectsRequestJson = {
+  /**
+   * @generated from field: string cls_id = 1;
+   */
+  clsId?: string;
+
+  /**
+   * @generated from field: uint32 partition_id = 2;
+   */
+  partitionId?: number;
+
+  /**
+   * @generated from field: repeated uint64 object_ids = 3;
+   */
+  objectIds?: string[];
+};
+
+/**
+ * Describes the message oprc.ConvertLegacyObjectsRequest.
+ * Use `create(ConvertLegacyObjectsRequestSchema)` to create a new message.
+ */
+export const ConvertLegacyObjectsRequestSchema: GenMessage<ConvertLegacyObjectsRequest, {jsonType: ConvertLegacyObjectsRequestJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_admin, 4);
+
+/**
+ * @generated from message oprc.ConvertLegacyObjectsResponse
+ */
+export type ConvertLegacyObjectsResponse = Message<"oprc.ConvertLegacyObjectsResponse"> & {
+  /**
+   * Blobs converted by this call.
+   *
+   * @generated from field: uint64 converted = 1;
+   */
+  converted: bigint;
+
+  /**
+   * Ids that had no blob (already converted, or never legacy).
+   *
+   * @generated from field: uint64 skipped = 2;
+   */
+  skipped: bigint;
+
+  /**
+   * Entries written by the conversions.
+   *
+   * @generated from field: uint64 entries = 3;
+   */
+  entries: bigint;
+};
+
+/**
+ * @generated from message oprc.ConvertLegacyObjectsResponse
+ */
+export type ConvertLegacyObjectsResponseJson = {
+  /**
+   * Blobs converted by this call.
+   *
+   * @generated from field: uint64 converted = 1;
+   */
+  converted?: string;
+
+  /**
+   * Ids that had no blob (already converted, or never legacy).
+   *
+   * @generated from field: uint64 skipped = 2;
+   */
+  skipped?: string;
+
+  /**
+   * Entries written by the conversions.
+   *
+   * @generated from field: uint64 entries = 3;
+   */
+  entries?: string;
+};
+
+/**
+ * Describes the message oprc.ConvertLegacyObjectsResponse.
+ * Use `create(ConvertLegacyObjectsResponseSchema)` to create a new message.
+ */
+export const ConvertLegacyObjectsResponseSchema: GenMessage<ConvertLegacyObjectsResponse, {jsonType: ConvertLegacyObjectsResponseJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_admin, 5);
+
+/**
  * Creates and lists the collections a node serves. The registry persists across restarts.
  *
  * @generated from service oprc.CollectionService
@@ -89,4 +297,34 @@ export const CollectionService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_oprc_admin, 0);
+
+/**
+ * Maintenance of a running node: the online path of `odgm-backfill`, which converts legacy
+ * whole-object blobs through the node's own write path (per-object locks, metrics).
+ *
+ * @generated from service oprc.MaintenanceService
+ */
+export const MaintenanceService: GenService<{
+  /**
+   * Legacy blob ids of one shard in ascending order, after `after_object_id` when set.
+   *
+   * @generated from rpc oprc.MaintenanceService.ListLegacyObjects
+   */
+  listLegacyObjects: {
+    methodKind: "server_streaming";
+    input: typeof ListLegacyObjectsRequestSchema;
+    output: typeof LegacyObjectPageSchema;
+  },
+  /**
+   * Converts the listed blobs, each in one atomic write; already converted ones are skipped.
+   *
+   * @generated from rpc oprc.MaintenanceService.ConvertLegacyObjects
+   */
+  convertLegacyObjects: {
+    methodKind: "unary";
+    input: typeof ConvertLegacyObjectsRequestSchema;
+    output: typeof ConvertLegacyObjectsResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_oprc_admin, 1);
 
