@@ -10,6 +10,7 @@ import {
   createOdgmConnectRoutes,
   DataService,
   ListCollectionsResponseSchema,
+  MaintenanceService,
   OprcFunction,
 } from "@oprc/grpc-api";
 import { createRestGateway } from "@oprc/rest-gateway";
@@ -24,6 +25,7 @@ import type { OdgmConfig } from "./config.js";
 import { createFunctionClientPool } from "./invoke/function-client-pool.js";
 import { createRouteTriggerSink } from "./invoke/route-trigger-sink.js";
 import { createLocalDataPlane } from "./local-data-plane.js";
+import { createMaintenanceService } from "./maintenance/maintenance-service.js";
 import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js";
 import { createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { createDualProtocolServer } from "./server/dual-protocol-server.js";
@@ -180,6 +182,11 @@ export async function startOdgm(
       },
     });
 
+    const maintenance = createMaintenanceService(manager, metrics);
+    const allRoutes = (router: Parameters<typeof routes>[0]): void => {
+      routes(router);
+      router.service(MaintenanceService, maintenance);
+    };
     // REST runs over the same handlers through an in-process Connect transport.
     const local = createRouterTransport(routes);
     const gateway = createRestGateway({
@@ -232,7 +239,7 @@ export async function startOdgm(
     app.route("/", gateway);
 
     const handler = connectNodeAdapter({
-      routes,
+      routes: allRoutes,
       interceptors: [createRpcInterceptor(metrics)],
       readMaxBytes: config.limits.maxMessageBytes,
       writeMaxBytes: config.limits.maxMessageBytes,

@@ -1,0 +1,72 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  ConvertLegacyObjectsResponseSchema,
+  LegacyObjectPageSchema,
+  type MaintenanceService,
+} from "@oprc/grpc-api";
+import type { OdgmMetrics } from "../observability/metrics.js";
+import type { Shard, ShardManager } from "../shards/shard-manager.js";
+
+/** Largest number of ids one ConvertLegacyObjects call may list. */
+const MAX_CONVERT_BATCH = 10_000;
+
+/**
+ * `oprc.MaintenanceService`: lists and converts a shard's legacy blobs through the
+ * node's own entry store, so conversions take the same per-object locks as client
+ * writes and a concurrent write is never overwritten by stale blob content.
+ */
+export function createMaintenanceService(
+  shards: ShardManager,
+  metrics: OdgmMetrics,
+): ServiceImpl<typeof MaintenanceService> {
+  const shardOf = (cls: string, partition: number): Shard => {
+    const shard = shards.get(cls, partition);
+    if (shard === undefined) {
+      throw new ConnectError(`no shard ${cls}/${partition} on this node`, Code.NotFound);
+    }
+    return shard;
+  };
+  return {
+    async *listLegacyObjects(req) {
+      const shard = shardOf(req.clsId, req.partitionId);
+      const pageSize = req.pageSize === 0 ? 1000 : Math.min(req.pageSize, 100_000);
+      let page: bigint[] = [];
+      let sent = 0n;
+      const options = req.afterObjectId === undefined ? {} : { after: req.afterObjectId };
+      for await (const id of shard.store.legacyBlobIds({ ...options, batchSize: pageSize })) {
+        if (req.limit !== 0n && sent >= req.limit) break;
+        page.push(id);
+        sent++;
+        if (page.length >= pageSize) {
+          yield create(LegacyObjectPageSchema, { objectIds: page });
+          page = [];
+        }
+      }
+      if (page.length > 0) yield create(LegacyObjectPageSchema, { objectIds: page });
+    },
+    async convertLegacyObjects(req) {
+      if (req.objectIds.length > MAX_CONVERT_BATCH) {
+        throw new ConnectError(
+          `at most ${MAX_CONVERT_BATCH} object ids per call, got ${req.objectIds.length}`,
+          Code.InvalidArgument,
+        );
+      }
+      const shard = shardOf(req.clsId, req.partitionId);
+      let converted = 0n;
+      let skipped = 0n;
+      let entries = 0n;
+      for (const id of req.objectIds) {
+        const result = await shard.store.convertLegacyObject(id);
+        if (result.converted) {
+          converted++;
+          entries += BigInt(result.entries);
+        } else {
+          skipped++;
+        }
+      }
+      if (converted > 0n) metrics.objectsConverted.inc({ collection: req.clsId }, Number(converted));
+      return create(ConvertLegacyObjectsResponseSchema, { converted, skipped, entries });
+    },
+  };
+}
