@@ -1,7 +1,5 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
-  type EntryRecord,
-  EntryRecordSchema,
   type ObjData,
   ObjDataSchema,
   type ObjectEvent,
@@ -13,11 +11,15 @@ import {
   type ValData,
 } from "@oprc/grpc-api";
 import { toHex } from "./bytes.js";
+import {
+  decodeEntryRecord,
+  type EntryRecordFields,
+  encodeEntryRecord,
+} from "./entry-record-codec.js";
 import { StoreError } from "./store-error.js";
 
 type AnySchema =
   | typeof ObjectMetaRecordSchema
-  | typeof EntryRecordSchema
   | typeof ObjectEventSchema
   | typeof ObjDataSchema
   | typeof ShardCountersRecordSchema;
@@ -38,9 +40,16 @@ export function decodeMeta(bytes: Uint8Array, key: Uint8Array): ObjectMetaRecord
   return decode<ObjectMetaRecord>(ObjectMetaRecordSchema, bytes, key, "metadata");
 }
 
-/** Decodes an `EntryRecord`, or throws `corrupt_record` naming `key`. */
-export function decodeEntry(bytes: Uint8Array, key: Uint8Array): EntryRecord {
-  return decode<EntryRecord>(EntryRecordSchema, bytes, key, "entry");
+/** Decodes an `EntryRecord` (fast path), or throws `corrupt_record` naming `key`. */
+export function decodeEntry(bytes: Uint8Array, key: Uint8Array): EntryRecordFields {
+  try {
+    return decodeEntryRecord(bytes);
+  } catch (err) {
+    throw new StoreError("corrupt_record", `entry record at key ${toHex(key)} does not decode`, {
+      cause: err,
+      key: key.slice(),
+    });
+  }
 }
 
 /** Decodes an `ObjectEvent`, or throws `corrupt_record` naming `key`. */
@@ -63,9 +72,9 @@ export function encodeMeta(meta: ObjectMetaRecord): Uint8Array {
   return toBinary(ObjectMetaRecordSchema, meta);
 }
 
-/** Encodes an entry record for `value` at object version `version`. */
+/** Encodes an entry record for `value` at object version `version` (fast path). */
 export function encodeEntry(value: ValData, version: bigint, updatedAtMs: bigint): Uint8Array {
-  return toBinary(EntryRecordSchema, create(EntryRecordSchema, { value, version, updatedAtMs }));
+  return encodeEntryRecord(value, version, updatedAtMs);
 }
 
 /** Encodes an `ObjectEvent`. */

@@ -1,0 +1,296 @@
+// Entry-store cost as ratios to baselines measured in the same run.
+//
+//   cd packages/entry-store && vitest bench --run
+//
+// Prints one markdown table per group (copied into BENCHMARKS.md). Latencies are means.
+// - entry ops vs a raw put/get of the same bytes on the same engine (memory, RocksDB);
+// - seed 003 §10: GetEntry vs Get(full object) of a 256-entry object (CPU and bytes),
+//   BatchSet of 50 entries vs SetObject of the same payload, ListEntries(100) latency;
+// - RocksDB single-entry set throughput: sync on/off, concurrent writers with and without
+//   group commit, against a raw synced put.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { encodeEntryKey } from "@oprc/granular-key";
+import { type ValData, ValDataSchema } from "@oprc/grpc-api";
+import { afterAll, test } from "vitest";
+import { countingEngine } from "../test/counting-engine.js";
+import { createEntryStore, type EntryStore } from "./entry-store.js";
+import type { KvEngine, KvShard } from "./kv.js";
+import { createMemoryEngine } from "./memory-engine.js";
+import { encodeEntry } from "./records.js";
+import { openRocksEngine, type RocksEngine } from "./rocksdb-engine.js";
+
+const dir = mkdtempSync(join(tmpdir(), "entry-store-bench-"));
+const rocks = await openRocksEngine({ location: join(dir, "main") });
+const rocksGrouped = await openRocksEngine({ location: join(dir, "grouped"), groupCommit: true });
+const rocksUngrouped = await openRocksEngine({
+  location: join(dir, "ungrouped"),
+  groupCommit: false,
+});
+const memory = createMemoryEngine();
+
+const value = (i: number): ValData =>
+  create(ValDataSchema, { data: new Uint8Array(64).fill(i & 0xff) });
+const ENTRIES = 256;
+
+interface Fixture {
+  engine: KvEngine;
+  store: EntryStore;
+  raw: KvShard;
+}
+
+async function fixture(engine: KvEngine, name: string): Promise<Fixture> {
+  const store = await createEntryStore({ engine, shard: `${name}/0` });
+  const raw = await engine.openShard(`${name}/raw`);
+  const set: [string, ValData][] = [];
+  for (let i = 0; i < ENTRIES; i++) set.push([`field-${i}`, value(i)]);
+  await store.batch("user-123", { set });
+  await raw.write([
+    {
+      type: "put",
+      keyspace: "objects",
+      key: encodeEntryKey("user-123", { str: "field-17" }),
+      value: encodeEntry(value(17), 1n, 0n),
+    },
+  ]);
+  return { engine, store, raw };
+}
+
+const fixtures: Record<string, Fixture> = {
+  memory: await fixture(memory, "mem"),
+  rocksdb: await fixture(rocks, "rocks"),
+};
+
+const tables: string[] = [];
+afterAll(async () => {
+  console.log(`\n${tables.join("\n\n")}\n`);
+  for (const f of Object.values(fixtures)) await f.store.close();
+  await rocks.close();
+  await rocksGrouped.close();
+  await rocksUngrouped.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const options = { time: 1500, warmupTime: 200 };
+const us = (ms: number): string => `${(ms * 1000).toFixed(1)} µs`;
+
+function table(title: string, rows: [string, number, number][]): void {
+  tables.push(
+    [
+      `### ${title}`,
+      "",
+      "| case | mean latency | ratio to baseline |",
+      "|---|---|---|",
+      ...rows.map(
+        ([name, mean, base]) => `| ${name} | ${us(mean)} | ${(mean / base).toFixed(2)}× |`,
+      ),
+    ].join("\n"),
+  );
+}
+
+for (const kind of ["memory", "rocksdb"] as const) {
+  const { store, raw } = fixtures[kind] as Fixture;
+  const key = encodeEntryKey("user-123", { str: "field-17" });
+  const bytes = encodeEntry(value(17), 1n, 0n);
+
+  test(`${kind}: getEntry vs raw get of the same bytes`, async ({ bench }) => {
+    const RAW = "raw get of the entry key (baseline)";
+    const GET = "store.getEntry (metadata + entry, one multi-get)";
+    const r = await bench.compare(
+      bench(RAW, async () => {
+        await raw.get("objects", key);
+      }),
+      bench(GET, async () => {
+        await store.getEntry("user-123", "field-17");
+      }),
+      options,
+    );
+    const base = r.get(RAW).latency.mean;
+    table(`${kind}: read one entry`, [
+      [RAW, base, base],
+      [GET, r.get(GET).latency.mean, base],
+    ]);
+  });
+
+  test(`${kind}: setEntry vs raw put of the same bytes (sync off)`, async ({ bench }) => {
+    const RAW = "raw put of the entry record (baseline)";
+    const SET = "store.setEntry (read meta+entry, write entry+meta)";
+    let i = 0;
+    const r = await bench.compare(
+      bench(RAW, async () => {
+        await raw.write([{ type: "put", keyspace: "objects", key, value: bytes }], { sync: false });
+      }),
+      bench(SET, async () => {
+        await store.setEntry("writer", `k${i++ & 1023}`, value(i), { sync: false });
+      }),
+      options,
+    );
+    const base = r.get(RAW).latency.mean;
+    table(`${kind}: write one entry, sync off`, [
+      [RAW, base, base],
+      [SET, r.get(SET).latency.mean, base],
+    ]);
+  });
+
+  test(`${kind}: seed 003 §10 GetEntry vs Get(full object, ${ENTRIES} entries)`, async ({
+    bench,
+  }) => {
+    const OBJ = `store.getObject, ${ENTRIES} entries (baseline)`;
+    const ENTRY = "store.getEntry, one entry";
+    const r = await bench.compare(
+      bench(OBJ, async () => {
+        await store.getObject("user-123");
+      }),
+      bench(ENTRY, async () => {
+        await store.getEntry("user-123", "field-17");
+      }),
+      options,
+    );
+    const base = r.get(OBJ).latency.mean;
+    // Bytes read, counted through a wrapper on a copy of the object in a memory engine.
+    const counted = countingEngine(createMemoryEngine());
+    const cs = await createEntryStore({ engine: counted, shard: "count/0" });
+    const set: [string, ValData][] = [];
+    for (let i = 0; i < ENTRIES; i++) set.push([`field-${i}`, value(i)]);
+    await cs.batch("user-123", { set });
+    counted.bytesRead = 0;
+    await cs.getEntry("user-123", "field-17");
+    const eb = counted.bytesRead;
+    counted.bytesRead = 0;
+    await cs.getObject("user-123");
+    const ob = counted.bytesRead;
+    await cs.close();
+    table(`${kind}: GetEntry vs Get(full object) — budget ≤ 1.4× CPU, ≤ 0.6× bytes`, [
+      [OBJ, base, base],
+      [ENTRY, r.get(ENTRY).latency.mean, base],
+    ]);
+    tables.push(`bytes read: getEntry ${eb} B, getObject ${ob} B, ratio ${(eb / ob).toFixed(4)}×`);
+  });
+
+  test(`${kind}: seed 003 §10 BatchSet(50) vs SetObject(same 50)`, async ({ bench }) => {
+    const SETOBJ = "store.setObject, 50 entries (baseline)";
+    const BATCH = "store.batch, 50 sets";
+    const payload: [string, ValData][] = [];
+    for (let i = 0; i < 50; i++) payload.push([`f${i}`, value(i)]);
+    await store.setObject("obj-a", { entries: payload });
+    await store.batch("obj-b", { set: payload });
+    const r = await bench.compare(
+      bench(SETOBJ, async () => {
+        await store.setObject("obj-a", { entries: payload }, { sync: false });
+      }),
+      bench(BATCH, async () => {
+        await store.batch("obj-b", { set: payload }, { sync: false });
+      }),
+      options,
+    );
+    const base = r.get(SETOBJ).latency.mean;
+    table(
+      `${kind}: BatchSet of 50 vs one SetObject of the same payload (sync off) — budget ≤ 2.0×`,
+      [
+        [SETOBJ, base, base],
+        [BATCH, r.get(BATCH).latency.mean, base],
+      ],
+    );
+  });
+
+  test(`${kind}: seed 003 §10 ListEntries(100) latency`, async ({ bench }) => {
+    const RAW = "raw iterator, 100 records (baseline)";
+    const LIST = "store.listEntries, limit 100 (whole first page)";
+    const [range] = [
+      {
+        gte: encodeEntryKey("user-123", { numeric: 0 }),
+        lt: encodeEntryKey("user-123", { str: "\uffff" }),
+      },
+    ];
+    const shard = await fixtures[kind]?.engine.openShard(
+      `${kind === "memory" ? "mem" : "rocks"}/0`,
+    );
+    const r = await bench.compare(
+      bench(RAW, async () => {
+        const it = (shard as KvShard).iterator("objects", { gte: range.gte, lt: range.lt });
+        await it.next(101);
+        await it.close();
+      }),
+      bench(LIST, async () => {
+        await store.listEntries("user-123", { limit: 100 });
+      }),
+      options,
+    );
+    const base = r.get(RAW).latency.mean;
+    table(`${kind}: ListEntries of 100 — budget: stream start ≤ 5 ms`, [
+      [RAW, base, base],
+      [LIST, r.get(LIST).latency.mean, base],
+    ]);
+  });
+}
+
+test("rocksdb: single-entry set throughput, sync and group commit", async ({ bench }) => {
+  const WRITERS = 32;
+  const groupedStore = await createEntryStore({ engine: rocksGrouped, shard: "tp/0" });
+  const ungroupedStore = await createEntryStore({ engine: rocksUngrouped, shard: "tp/0" });
+  const raw = await rocksUngrouped.openShard("tp/raw");
+  const key = encodeEntryKey("raw", { str: "k" });
+  const bytes = encodeEntry(value(1), 1n, 0n);
+  let i = 0;
+  const RAW = "raw synced put, one at a time (baseline)";
+  const SYNC = "setEntry, sync on, one at a time";
+  const NOSYNC = "setEntry, sync off, one at a time";
+  const GROUP = `setEntry, sync on, ${WRITERS} concurrent writers, group commit (per write)`;
+  const NOGROUP = `setEntry, sync on, ${WRITERS} concurrent writers, no group commit (per write)`;
+  const r = await bench.compare(
+    bench(RAW, async () => {
+      await raw.write([{ type: "put", keyspace: "objects", key, value: bytes }], { sync: true });
+    }),
+    bench(SYNC, async () => {
+      await ungroupedStore.setEntry(`s${i++ & 255}`, "k", value(i), { sync: true });
+    }),
+    bench(NOSYNC, async () => {
+      await ungroupedStore.setEntry(`n${i++ & 255}`, "k", value(i), { sync: false });
+    }),
+    bench(GROUP, async () => {
+      const n = i++;
+      await Promise.all(
+        Array.from({ length: WRITERS }, (_, w) =>
+          groupedStore.setEntry(`g${w}`, "k", value(n), { sync: true }),
+        ),
+      );
+    }),
+    bench(NOGROUP, async () => {
+      const n = i++;
+      await Promise.all(
+        Array.from({ length: WRITERS }, (_, w) =>
+          ungroupedStore.setEntry(`u${w}`, "k", value(n), { sync: true }),
+        ),
+      );
+    }),
+    { time: 3000, warmupTime: 300 },
+  );
+  const base = r.get(RAW).latency.mean;
+  const perWrite = (name: string, n: number): number => r.get(name as typeof RAW).latency.mean / n;
+  const rows: [string, number][] = [
+    [RAW, base],
+    [SYNC, perWrite(SYNC, 1)],
+    [NOSYNC, perWrite(NOSYNC, 1)],
+    [GROUP, perWrite(GROUP, WRITERS)],
+    [NOGROUP, perWrite(NOGROUP, WRITERS)],
+  ];
+  const st = rocksGrouped.stats();
+  tables.push(
+    [
+      "### rocksdb: single-entry set throughput",
+      "",
+      "| case | writes/s | ratio to baseline |",
+      "|---|---|---|",
+      ...rows.map(
+        ([name, ms]) => `| ${name} | ${(1000 / ms).toFixed(0)} | ${(base / ms).toFixed(2)}× |`,
+      ),
+      "",
+      `group commit engine: ${st.writes} writes in ${st.batches} RocksDB batches (${(st.writes / Math.max(1, st.batches)).toFixed(1)} per synced batch)`,
+    ].join("\n"),
+  );
+  await groupedStore.close();
+  await ungroupedStore.close();
+  void (rocksGrouped satisfies RocksEngine);
+});
