@@ -1,0 +1,60 @@
+import { parseArgs } from "node:util";
+import { nodesForSeed, replayCommand, runSimulation } from "./simulator.js";
+
+const { values } = parseArgs({
+  options: {
+    seeds: { type: "string", default: "1000" },
+    start: { type: "string", default: "1" },
+    nodes: { type: "string", default: "3-7" },
+    ticks: { type: "string" },
+    trace: { type: "boolean", default: false },
+    "silent-drops": { type: "boolean", default: false },
+    "stop-on-failure": { type: "boolean", default: false },
+    json: { type: "boolean", default: false },
+    quiet: { type: "boolean", default: false },
+  },
+});
+const seeds = Number(values.seeds);
+const start = Number(values.start);
+const [lo, hi] = (values.nodes ?? "3-7").split("-").map(Number) as [number, number?];
+const minNodes = lo;
+const maxNodes = hi ?? lo;
+const t0 = performance.now();
+let failures = 0;
+let unknown = 0;
+let ops = 0;
+const first: { seed: number; check: string; message: string }[] = [];
+for (let i = 0; i < seeds; i++) {
+  const seed = start + i;
+  const r = runSimulation({
+    seed,
+    minNodes,
+    maxNodes,
+    ...(values.ticks !== undefined ? { ticks: Number(values.ticks) } : {}),
+    ...(values["silent-drops"] ? { silentDrops: true } : {}),
+    ...(values.trace ? { trace: (l: string) => console.log(l) } : {}),
+  });
+  ops += r.stats.opsOk;
+  if (r.verdict === "unknown") unknown++;
+  if (values.trace) console.log(JSON.stringify({ seed, nodes: r.nodes, verdict: r.verdict, stats: r.stats }));
+  if (r.failure !== undefined) {
+    failures++;
+    first.push({ seed, check: r.failure.check, message: r.failure.message });
+    if (!values.json) {
+      console.log(`FAIL seed ${seed} (${nodesForSeed(seed, minNodes, maxNodes)} nodes) [${r.failure.check}] at tick ${r.failure.tick}: ${r.failure.message}`);
+      console.log(`  replay: ${replayCommand(seed, minNodes, maxNodes)}`);
+    }
+    if (values["stop-on-failure"]) break;
+  }
+  if (!values.quiet && !values.json && (i + 1) % 500 === 0) {
+    const s = ((performance.now() - t0) / 1000).toFixed(1);
+    console.log(`${i + 1}/${seeds} seeds, ${failures} failures, ${s}s`);
+  }
+}
+const secs = (performance.now() - t0) / 1000;
+if (values.json) {
+  console.log(JSON.stringify({ seeds, start, failures, unknown, ops, secs, first }));
+} else {
+  console.log(`done: ${seeds} seeds from ${start} (${minNodes}-${maxNodes} nodes) in ${secs.toFixed(1)}s: ${failures} failures, ${unknown} unknown linearizability verdicts, ${ops} client ops acknowledged`);
+}
+process.exitCode = failures > 0 ? 1 : 0;

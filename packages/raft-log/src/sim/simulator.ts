@@ -1,0 +1,869 @@
+import { type CheckVerdict, checkOperations } from "../checker/check-operations.js";
+import { createHistoryRecorder, type HistoryRecorder } from "../checker/history-recorder.js";
+import { type KvInput, type KvOutput, kvModel } from "../checker/kv-model.js";
+import { createInvariantChecker, type InvariantSubject } from "../core/invariants.js";
+import type { Message } from "../core/message.js";
+import { createPrng } from "../core/prng.js";
+import { createRaft, type Raft, type RaftStatus, type ReadOnlyOption, type Ready } from "../core/raft.js";
+import { isRaftError } from "../core/raft-error.js";
+import { createMemoryLogStore, type MemoryLogStore } from "../storage/memory-log-store.js";
+import type { ConfChange, ConfState, HardState, Snapshot } from "../types.js";
+import { decodeCommand, encodeCommand, KvStateMachine, MARKER_PREFIX } from "./kv-state-machine.js";
+import { SimNetwork } from "./sim-network.js";
+
+/** Which check caught a failure. */
+export type SimCheck =
+  /** A scenario-28 invariant (the core's invariant checker). */
+  | "invariant"
+  /** A durable promise was lost: a term or vote revealed in a message, or an acked entry. */
+  | "durability"
+  /** The core threw an internal assertion (`invariant_violation` / `invalid_state`). */
+  | "core_assertion"
+  /** After healing, no leader committed a proposal within 10 election timeouts. */
+  | "liveness"
+  /** The client history is not linearizable (WGL checker, KV model). */
+  | "linearizability"
+  /** Anything else thrown (a bug in the simulator or an unexpected error). */
+  | "harness";
+
+/** Options of {@link runSimulation}. */
+export interface SimOptions {
+  /** The seed; everything (faults, timeouts, workload) derives from it. */
+  readonly seed: number;
+  /** Smallest cluster size (nodes, including non-voting spares). Default 3. */
+  readonly minNodes?: number;
+  /** Largest cluster size. Default 7. The size of a seed is `minNodes + seed mod span`. */
+  readonly maxNodes?: number;
+  /** Ticks of the fault phase. Default 100. */
+  readonly ticks?: number;
+  /** Step budget of the linearizability check. Default 200,000. */
+  readonly maxCheckSteps?: number;
+  /**
+   * Drops are silent (a datagram transport): no one is told that a message was lost. Default
+   * false: the transport reports every lost message to the leader concerned through
+   * `reportUnreachable` (a stream transport notices broken connections, as etcd's does).
+   * Silent drops expose a known core liveness bug (see the package README / BENCHMARKS notes):
+   * a replicate-state follower whose whole in-flight window was lost is never retried.
+   */
+  readonly silentDrops?: boolean;
+  /** Print a trace of fault events to this sink (debugging a replay). */
+  readonly trace?: (line: string) => void;
+}
+
+/** A failed seed. */
+export interface SimFailure {
+  readonly check: SimCheck;
+  readonly message: string;
+  /** Tick at which it was detected. */
+  readonly tick: number;
+}
+
+/** Outcome of one seed. */
+export interface SimResult {
+  readonly seed: number;
+  readonly nodes: number;
+  readonly failure?: SimFailure;
+  /** Linearizability verdict ("unknown" when the step budget ran out; not a failure). */
+  readonly verdict: CheckVerdict | "skipped";
+  readonly stats: SimStats;
+}
+
+/** Counters of one run (for the summary and to show that faults really happened). */
+export interface SimStats {
+  ticks: number;
+  messages: number;
+  dropped: number;
+  crashes: number;
+  partitions: number;
+  compactions: number;
+  snapshotsInstalled: number;
+  confChanges: number;
+  transfers: number;
+  leaderChanges: number;
+  opsOk: number;
+  opsPending: number;
+  checks: number;
+}
+
+/** Simulator steps per Raft tick (message and disk delays are counted in steps). */
+export const STEPS_PER_TICK = 4;
+
+class Failure extends Error {
+  constructor(
+    readonly check: SimCheck,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Inflight {
+  readonly rd: Ready;
+  readonly held: Message[];
+  readonly at: number;
+}
+
+interface ClientOp {
+  readonly seq: number;
+  readonly input: KvInput;
+  readonly histId: number;
+  /** Node the current attempt went to and when; retried after a timeout. */
+  node: number;
+  sentAt: number;
+  readCtx: string;
+}
+
+interface Client {
+  readonly id: number;
+  op: ClientOp | undefined;
+  nextSeq: number;
+  idleUntil: number;
+  /** Leader guess. */
+  target: number;
+}
+
+interface SimNode {
+  readonly id: number;
+  readonly store: MemoryLogStore;
+  raft: Raft | undefined;
+  incarnation: number;
+  kv: KvStateMachine;
+  inflight: Inflight | undefined;
+  /** Hard state of the last Ready handed out (for the early-send rule). */
+  lastHard: HardState;
+  restartAt: number;
+  /** Pending writes: `${client}:${seq}` → client id. */
+  waiters: Map<string, number>;
+  /** Pending reads: context → client id. */
+  readWaiters: Map<string, number>;
+  // Durable promises, checked on restart and live.
+  sentTerm: number;
+  votePromise: { term: number; to: number };
+  ack: { term: number; index: number };
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const noop = (): void => {};
+const EXPECTED_CODES = new Set([
+  "no_leader",
+  "not_leader",
+  "transfer_in_progress",
+  "proposal_dropped",
+  "conf_change_pending",
+  "lease_expired",
+]);
+
+/** The replay command for a seed (what a failure prints). */
+export function replayCommand(seed: number, minNodes = 3, maxNodes = 7): string {
+  return `pnpm --filter @oprc/raft-log sim --start ${seed} --seeds 1 --nodes ${minNodes}-${maxNodes} --trace`;
+}
+
+/** Cluster size of `seed` for a node range. */
+export function nodesForSeed(seed: number, minNodes = 3, maxNodes = 7): number {
+  return minNodes + (seed % (maxNodes - minNodes + 1));
+}
+
+/**
+ * Runs one seeded simulation: a cluster of pure Raft cores on simulated disks and a faulty
+ * simulated network, with clients, fault injection, the invariant checker after every step,
+ * a liveness phase and a linearizability check of the client history. Deterministic: the
+ * same options give the same result.
+ *
+ * @example
+ * ```ts
+ * const r = runSimulation({ seed: 42 });
+ * if (r.failure) console.log(r.failure.check, r.failure.message, replayCommand(42));
+ * ```
+ */
+export function runSimulation(options: SimOptions): SimResult {
+  const sim = new Simulation(options);
+  return sim.run();
+}
+
+class Simulation {
+  private readonly seed: number;
+  private readonly n: number;
+  private readonly rnd: () => number;
+  private readonly net: SimNetwork;
+  private readonly nodes: SimNode[] = [];
+  private readonly ids: number[];
+  private readonly clients: Client[] = [];
+  private readonly checker = createInvariantChecker();
+  private readonly rec: HistoryRecorder<KvInput, KvOutput> = createHistoryRecorder();
+  private readonly stats: SimStats = {
+    ticks: 0,
+    messages: 0,
+    dropped: 0,
+    crashes: 0,
+    partitions: 0,
+    compactions: 0,
+    snapshotsInstalled: 0,
+    confChanges: 0,
+    transfers: 0,
+    leaderChanges: 0,
+    opsOk: 0,
+    opsPending: 0,
+    checks: 0,
+  };
+  private now = 0;
+  private tickNo = 0;
+  private ctxCounter = 0;
+  private lastLeader = 0;
+  private markerApplied = false;
+  private readonly trace: ((line: string) => void) | undefined;
+
+  // Per-seed profile.
+  private readonly electionTick: number;
+  private readonly heartbeatTick: number;
+  private readonly preVote: boolean;
+  private readonly checkQuorum: boolean;
+  private readonly readOnly: ReadOnlyOption;
+  private readonly maxSizePerMsg: number;
+  private readonly maxInflight: number;
+  private readonly chunkSize: number;
+  private readonly earlySend: boolean;
+  private readonly maxDisk: number;
+  private readonly pCrash: number;
+  private readonly pPartition: number;
+  private readonly pHeal: number;
+  private readonly pCompact: number;
+  private readonly pChurn: number;
+  private readonly pTransfer: number;
+  private readonly keys: string[];
+  private readonly ticks: number;
+  private readonly maxCheckSteps: number;
+  private faultsOn = true;
+  private readonly unreachable: [number, number][] = [];
+  private issuing = true;
+
+  constructor(o: SimOptions) {
+    this.seed = o.seed;
+    const min = o.minNodes ?? 3;
+    const max = o.maxNodes ?? 7;
+    this.n = nodesForSeed(o.seed, min, max);
+    this.rnd = createPrng(Math.imul(o.seed ^ 0x5bd1e995, 0x27d4eb2d) ^ 0x9e3779b9);
+    this.trace = o.trace;
+    this.ticks = o.ticks ?? 100;
+    this.maxCheckSteps = o.maxCheckSteps ?? 200_000;
+    const r = this.rnd;
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+    this.electionTick = pick([6, 8, 10]);
+    this.heartbeatTick = pick([1, 1, 2]);
+    this.preVote = r() < 0.8;
+    this.checkQuorum = r() < 0.8;
+    this.maxSizePerMsg = pick([1, 1, 64, 1 << 20]);
+    this.maxInflight = pick([1, 2, 8, 256]);
+    this.chunkSize = pick([8, 32, 1 << 20]);
+    this.earlySend = r() < 0.5;
+    this.maxDisk = pick([0, 1, 3, 6]);
+    this.pCrash = pick([0, 0.01, 0.03, 0.06]);
+    this.pPartition = pick([0, 0.02, 0.05, 0.1]);
+    this.pHeal = pick([0.03, 0.1, 0.25]);
+    this.pCompact = pick([0, 0.02, 0.08]);
+    this.pChurn = pick([0, 0.02, 0.06]);
+    this.pTransfer = pick([0, 0.01, 0.04]);
+    // Lease reads assume bounded clock drift and no restarts within a lease: only in runs
+    // without crashes, membership churn or transfers.
+    this.readOnly =
+      this.checkQuorum && this.pCrash === 0 && this.pChurn === 0 && this.pTransfer === 0 && r() < 0.5
+        ? "lease_based"
+        : "safe";
+    this.keys = ["a", "b", "c"].slice(0, 1 + Math.floor(r() * 3));
+    this.net = new SimNetwork(r, {
+      drop: pick([0, 0.02, 0.08, 0.15]),
+      duplicate: pick([0, 0.02, 0.08]),
+      maxDelay: pick([1, 3, 8, 20]),
+    });
+    if (!(o.silentDrops ?? false)) {
+      this.net.onDrop = (m) => {
+        if (m.type === "app" || m.type === "snap" || m.type === "heartbeat") {
+          this.unreachable.push([m.from, m.to]);
+        } else if (m.type === "app_resp" || m.type === "snap_resp" || m.type === "heartbeat_resp") {
+          this.unreachable.push([m.to, m.from]);
+        }
+      };
+    }
+    this.ids = Array.from({ length: this.n }, (_, i) => i + 1);
+    // Initial membership: at least 3 voters; the rest are learners or not yet members.
+    const voterCount = Math.max(3, this.n - Math.floor(r() * (this.n - 2)));
+    const voters = this.ids.slice(0, voterCount);
+    const learners = this.ids.slice(voterCount).filter(() => r() < 0.5);
+    const confState: ConfState = {
+      voters,
+      learners,
+      votersOutgoing: [],
+      learnersNext: [],
+      autoLeave: false,
+    };
+    const boot: Snapshot = {
+      metadata: { index: 1, term: 1, confState },
+      data: new KvStateMachine().snapshot(),
+    };
+    for (const id of this.ids) {
+      const store = createMemoryLogStore({ durability: "manual" });
+      store.save({ snapshot: boot, hardState: { term: 1, vote: 0, commit: 1 } }).catch(noop);
+      store.sync();
+      this.nodes.push({
+        id,
+        store,
+        raft: undefined,
+        incarnation: 0,
+        kv: new KvStateMachine(),
+        inflight: undefined,
+        lastHard: { term: 1, vote: 0, commit: 1 },
+        restartAt: -1,
+        waiters: new Map(),
+        readWaiters: new Map(),
+        sentTerm: 0,
+        votePromise: { term: 0, to: 0 },
+        ack: { term: 0, index: 0 },
+      });
+    }
+    const clientCount = 2 + Math.floor(r() * 4);
+    for (let c = 1; c <= clientCount; c++) {
+      this.clients.push({ id: c, op: undefined, nextSeq: 1, idleUntil: 0, target: pick(voters) });
+    }
+  }
+
+  private log(line: string): void {
+    this.trace?.(`[t${this.tickNo}] ${line}`);
+  }
+
+  private node(id: number): SimNode {
+    return this.nodes[id - 1] as SimNode;
+  }
+
+  private pickOf<T>(xs: readonly T[]): T | undefined {
+    if (xs.length === 0) return undefined;
+    return xs[Math.floor(this.rnd() * xs.length)];
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  run(): SimResult {
+    let failure: SimFailure | undefined;
+    let verdict: CheckVerdict | "skipped" = "skipped";
+    try {
+      for (const nd of this.nodes) this.start(nd);
+      const total = this.ticks * STEPS_PER_TICK;
+      for (; this.now < total; this.now++) this.step();
+      this.liveness();
+      const ops = this.rec.operations();
+      this.stats.opsPending = ops.filter((o) => o.output === undefined).length;
+      verdict = checkOperations(kvModel, ops, { maxSteps: this.maxCheckSteps });
+      if (verdict === "illegal") {
+        throw new Failure("linearizability", "client history is not linearizable (KV model)");
+      }
+    } catch (e) {
+      if (e instanceof Failure) failure = { check: e.check, message: e.message, tick: this.tickNo };
+      else if (isRaftError(e)) {
+        failure = { check: "core_assertion", message: e.message, tick: this.tickNo };
+      } else {
+        const msg = e instanceof Error ? `${e.message}\n${e.stack ?? ""}` : String(e);
+        failure = { check: "harness", message: msg, tick: this.tickNo };
+      }
+    }
+    this.stats.messages = this.net.sent;
+    this.stats.dropped = this.net.dropped;
+    this.stats.ticks = this.tickNo;
+    this.stats.checks = this.checker.checks;
+    return {
+      seed: this.seed,
+      nodes: this.n,
+      verdict,
+      stats: this.stats,
+      ...(failure !== undefined ? { failure } : {}),
+    };
+  }
+
+  private start(nd: SimNode): void {
+    nd.incarnation++;
+    const hs = nd.store.initialState().hardState;
+    // Durable promises: a term revealed in any message, a granted vote and an acked entry
+    // must all survive the crash.
+    if (hs.term < nd.sentTerm) {
+      throw new Failure(
+        "durability",
+        `node ${nd.id} restarted at term ${hs.term} after sending messages in term ${nd.sentTerm}`,
+      );
+    }
+    if (nd.votePromise.term === hs.term && nd.votePromise.term > 0 && hs.vote !== nd.votePromise.to) {
+      throw new Failure(
+        "durability",
+        `node ${nd.id} lost its vote for ${nd.votePromise.to} in term ${hs.term} (has ${hs.vote})`,
+      );
+    }
+    if (nd.ack.term === hs.term && nd.store.lastIndex() < nd.ack.index) {
+      throw new Failure(
+        "durability",
+        `node ${nd.id} acked index ${nd.ack.index} in term ${hs.term} but restarted with last ${nd.store.lastIndex()}`,
+      );
+    }
+    nd.kv = new KvStateMachine();
+    nd.kv.restore(nd.store.snapshot().data);
+    nd.lastHard = hs;
+    nd.inflight = undefined;
+    nd.waiters.clear();
+    nd.readWaiters.clear();
+    nd.raft = createRaft({
+      id: nd.id,
+      storage: nd.store,
+      random: createPrng(this.seed * 7919 + nd.id * 104729 + nd.incarnation * 15485863),
+      electionTick: this.electionTick,
+      heartbeatTick: this.heartbeatTick,
+      preVote: this.preVote,
+      checkQuorum: this.checkQuorum,
+      readOnlyOption: this.readOnly,
+      maxSizePerMsg: this.maxSizePerMsg,
+      maxInflightMsgs: this.maxInflight,
+      snapshotChunkSize: this.chunkSize,
+    });
+    this.drive(nd);
+  }
+
+  private crash(nd: SimNode): void {
+    if (nd.raft === undefined) return;
+    this.log(`crash ${nd.id} (pending writes ${nd.store.pending})`);
+    this.stats.crashes++;
+    nd.store.crash();
+    nd.raft = undefined;
+    nd.inflight = undefined;
+    nd.waiters.clear();
+    nd.readWaiters.clear();
+    nd.restartAt = this.now + Math.floor(this.rnd() * this.electionTick * 3 * STEPS_PER_TICK);
+  }
+
+  // ------------------------------------------------------------------ main loop
+
+  private step(): void {
+    let active = false;
+    if (this.now % STEPS_PER_TICK === 0) {
+      this.tickNo = this.now / STEPS_PER_TICK;
+      if (this.faultsOn) this.faults();
+      this.runClients();
+      for (const nd of this.nodes) {
+        if (nd.raft === undefined) {
+          if (nd.restartAt <= this.now) this.start(nd);
+          continue;
+        }
+        nd.raft.tick();
+        this.drive(nd);
+      }
+      active = true;
+    }
+    for (const m of this.net.due(this.now)) {
+      const nd = this.node(m.to);
+      if (nd.raft === undefined) continue;
+      nd.raft.step(m);
+      this.drive(nd);
+      active = true;
+    }
+    for (const [leader, peer] of this.unreachable.splice(0)) {
+      const nd = this.node(leader);
+      if (nd.raft?.role !== "leader") continue;
+      nd.raft.reportUnreachable(peer);
+      this.drive(nd);
+    }
+    for (const nd of this.nodes) {
+      if (nd.inflight !== undefined && nd.inflight.at <= this.now) {
+        this.completeSync(nd);
+        active = true;
+      }
+    }
+    if (active) this.check();
+  }
+
+  private check(): void {
+    const subjects: InvariantSubject[] = [];
+    for (const nd of this.nodes) {
+      const raft = nd.raft;
+      if (raft === undefined) continue;
+      const st = raft.status();
+      if (st.term === nd.ack.term && st.lastIndex < nd.ack.index && st.firstIndex <= nd.ack.index) {
+        throw new Failure(
+          "durability",
+          `node ${nd.id} acked index ${nd.ack.index} in term ${st.term} but its log now ends at ${st.lastIndex}`,
+        );
+      }
+      if (st.role === "leader" && st.id !== this.lastLeader) {
+        this.lastLeader = st.id;
+        this.stats.leaderChanges++;
+        this.log(`leader ${st.id} term ${st.term}`);
+      }
+      const inc = nd.id * 1000 + nd.incarnation;
+      subjects.push({
+        status: (): RaftStatus => ({ ...st, id: inc }),
+        entryAt: (i) => raft.entryAt(i),
+      });
+    }
+    try {
+      this.checker.check(subjects);
+    } catch (e) {
+      if (isRaftError(e) && e.code === "invariant_violation") {
+        throw new Failure("invariant", `${e.message} (ids are node*1000+incarnation)`);
+      }
+      throw e;
+    }
+  }
+
+  // ------------------------------------------------------------------ Ready handling
+
+  private drive(nd: SimNode): void {
+    while (nd.raft !== undefined && nd.inflight === undefined && nd.raft.hasReady()) {
+      const raft = nd.raft;
+      const rd = raft.ready();
+      const persist =
+        rd.snapshot !== undefined || rd.entries.length > 0 || rd.hardState !== undefined;
+      if (persist) {
+        nd.store
+          .save({
+            entries: rd.entries,
+            ...(rd.hardState !== undefined ? { hardState: rd.hardState } : {}),
+            ...(rd.snapshot !== undefined ? { snapshot: rd.snapshot } : {}),
+          })
+          .catch(noop);
+      }
+      const prev = nd.lastHard;
+      if (rd.hardState !== undefined) nd.lastHard = rd.hardState;
+      if (!rd.mustSync) {
+        this.finish(nd, rd, rd.messages);
+        continue;
+      }
+      const termVoteChanged =
+        rd.hardState !== undefined &&
+        (rd.hardState.term !== prev.term || rd.hardState.vote !== prev.vote);
+      const early = this.earlySend && raft.role === "leader" && !termVoteChanged;
+      const held: Message[] = [];
+      for (const m of rd.messages) {
+        if (early && (m.type === "app" || m.type === "heartbeat" || m.type === "snap")) {
+          this.send(nd, m);
+        } else held.push(m);
+      }
+      const delay = Math.floor(this.rnd() * (this.maxDisk + 1));
+      nd.inflight = { rd, held, at: this.now + delay };
+      if (delay === 0) this.completeSync(nd);
+    }
+  }
+
+  private completeSync(nd: SimNode): void {
+    const inf = nd.inflight;
+    if (inf === undefined) return;
+    nd.store.sync();
+    nd.inflight = undefined;
+    this.finish(nd, inf.rd, inf.held);
+    this.drive(nd);
+  }
+
+  private finish(nd: SimNode, rd: Ready, msgs: readonly Message[]): void {
+    const raft = nd.raft;
+    if (raft === undefined) return;
+    for (const m of msgs) this.send(nd, m);
+    if (rd.snapshot !== undefined) {
+      nd.kv.restore(rd.snapshot.data);
+      this.stats.snapshotsInstalled++;
+      this.log(`node ${nd.id} installed snapshot ${rd.snapshot.metadata.index}`);
+    }
+    if (rd.committedEntries.length > 0) {
+      this.checker.recordApplied(nd.id, rd.committedEntries);
+      for (const e of rd.committedEntries) {
+        if (e.type !== "normal" || e.data.byteLength === 0) continue;
+        const cmd = decodeCommand(e.data);
+        if (cmd === undefined) {
+          if (dec.decode(e.data).startsWith(MARKER_PREFIX)) this.markerApplied = true;
+          continue;
+        }
+        nd.kv.apply(cmd);
+        const key = `${cmd.clientId}:${cmd.seq}`;
+        if (nd.waiters.has(key)) {
+          nd.waiters.delete(key);
+          const c = this.clients[cmd.clientId - 1];
+          if (c?.op !== undefined && c.op.seq === cmd.seq) this.complete(c, "");
+        }
+      }
+    }
+    for (const rs of rd.readStates) {
+      const ctx = dec.decode(rs.context);
+      const cid = nd.readWaiters.get(ctx);
+      if (cid === undefined) continue;
+      nd.readWaiters.delete(ctx);
+      const c = this.clients[cid - 1];
+      if (c?.op === undefined || c.op.readCtx !== ctx || c.op.input.op !== "get") continue;
+      this.complete(c, nd.kv.get(c.op.input.key));
+    }
+    raft.advance();
+  }
+
+  private send(nd: SimNode, m: Message): void {
+    // Record what this message promises (checked when the node restarts).
+    if (m.term > 0 && m.type !== "pre_vote" && m.type !== "pre_vote_resp") {
+      if (m.term > nd.sentTerm) nd.sentTerm = m.term;
+      if (m.type === "vote_resp" && !m.reject) nd.votePromise = { term: m.term, to: m.to };
+      if (m.type === "app_resp" && !m.reject) {
+        if (m.term > nd.ack.term || (m.term === nd.ack.term && m.index > nd.ack.index)) {
+          nd.ack = { term: m.term, index: m.index };
+        }
+      }
+    }
+    if (m.to === nd.id) return;
+    this.net.send(m, this.now);
+  }
+
+  // ------------------------------------------------------------------ clients
+
+  private complete(c: Client, value: string): void {
+    const op = c.op;
+    if (op === undefined) return;
+    this.rec.ok(op.histId, { value });
+    this.stats.opsOk++;
+    c.op = undefined;
+    c.target = op.node;
+    c.idleUntil = this.now + Math.floor(this.rnd() * 3 * STEPS_PER_TICK);
+  }
+
+  private runClients(): void {
+    const timeout = this.electionTick * 2 * STEPS_PER_TICK;
+    for (const c of this.clients) {
+      if (c.op === undefined) {
+        if (!this.issuing || this.now < c.idleUntil || this.rnd() < 0.3) continue;
+        const key = this.pickOf(this.keys) as string;
+        const r = this.rnd();
+        const seq = c.nextSeq++;
+        const value = `${c.id}.${seq};`;
+        const input: KvInput =
+          r < 0.4
+            ? { op: "get", key }
+            : r < 0.7
+              ? { op: "put", key, value }
+              : { op: "append", key, value };
+        const histId = this.rec.invoke(c.id, input);
+        c.op = { seq, input, histId, node: c.target, sentAt: this.now, readCtx: "" };
+        this.submit(c, c.op);
+      } else if (this.now - c.op.sentAt >= timeout) {
+        if (this.rnd() < 0.1) {
+          // Give up: the outcome stays unknown (pending in the history).
+          this.rec.info(c.op.histId);
+          c.op = undefined;
+          continue;
+        }
+        // Retry (same sequence number: the state machine applies it at most once).
+        const hinted = this.node(c.op.node).raft?.lead ?? 0;
+        c.op.node = hinted !== 0 && this.rnd() < 0.7 ? hinted : (this.pickOf(this.ids) as number);
+        c.op.sentAt = this.now;
+        this.submit(c, c.op);
+      }
+    }
+  }
+
+  private submit(c: Client, op: ClientOp): void {
+    const nd = this.node(op.node);
+    const raft = nd.raft;
+    if (raft === undefined) return; // times out and retries elsewhere
+    try {
+      if (op.input.op === "get") {
+        op.readCtx = `r${++this.ctxCounter}`;
+        nd.readWaiters.set(op.readCtx, c.id);
+        raft.readIndex(enc.encode(op.readCtx));
+      } else {
+        nd.waiters.set(`${c.id}:${op.seq}`, c.id);
+        raft.propose(encodeCommand({ clientId: c.id, seq: op.seq, input: op.input }));
+      }
+    } catch (e) {
+      if (!isRaftError(e) || !EXPECTED_CODES.has(e.code)) throw e;
+      // Refused: retry soon on another node (the leader hint when there is one).
+      const hint = e.leaderHint !== 0 ? e.leaderHint : raft.lead;
+      op.node = hint !== 0 ? hint : (this.pickOf(this.ids) as number);
+      op.sentAt = this.now - this.electionTick * 2 * STEPS_PER_TICK + STEPS_PER_TICK;
+    }
+    this.drive(nd);
+  }
+
+  // ------------------------------------------------------------------ faults
+
+  private leaderNode(): SimNode | undefined {
+    let best: SimNode | undefined;
+    for (const nd of this.nodes) {
+      const r = nd.raft;
+      if (r !== undefined && r.role === "leader" && (best === undefined || r.term > (best.raft?.term ?? 0))) {
+        best = nd;
+      }
+    }
+    return best;
+  }
+
+  private faults(): void {
+    const r = this.rnd;
+    const leader = this.leaderNode();
+    // Crashes (the leader more often than others).
+    if (r() < this.pCrash) {
+      const live = this.nodes.filter((x) => x.raft !== undefined);
+      const victim = leader !== undefined && r() < 0.5 ? leader : this.pickOf(live);
+      if (victim !== undefined) this.crash(victim);
+    }
+    // Partitions.
+    if (this.net.cuts > 0 && r() < this.pHeal) {
+      this.net.heal();
+      this.log("heal");
+    }
+    if (r() < this.pPartition) {
+      this.stats.partitions++;
+      if (r() < 0.5) this.net.heal();
+      const kind = r();
+      const a = leader !== undefined && r() < 0.5 ? leader.id : (this.pickOf(this.ids) as number);
+      const others = this.ids.filter((x) => x !== a);
+      if (kind < 0.35) {
+        this.net.split([a], others);
+        this.log(`isolate ${a}`);
+      } else if (kind < 0.6) {
+        const left = [a, ...others.filter(() => r() < 0.4)];
+        this.net.split(
+          left,
+          this.ids.filter((x) => !left.includes(x)),
+        );
+        this.log(`split ${left.join(",")}`);
+      } else if (kind < 0.85) {
+        const b = this.pickOf(others) as number;
+        this.net.cutLink(a, b);
+        this.log(`cut ${a}-${b}`);
+      } else {
+        const b = this.pickOf(others) as number;
+        if (r() < 0.5) this.net.cutOneWay(a, b);
+        else this.net.cutOneWay(b, a);
+        this.log(`cut one way ${a}/${b}`);
+      }
+    }
+    // Compaction (any node, up to its applied index).
+    for (const nd of this.nodes) if (r() < this.pCompact) this.compact(nd);
+    // Membership churn and leader transfer.
+    if (leader?.raft !== undefined && r() < this.pChurn) this.churn(leader);
+    if (leader?.raft !== undefined && r() < this.pTransfer) {
+      const cs = leader.raft.status().confState;
+      const to = this.pickOf(cs.voters);
+      if (to !== undefined) {
+        this.stats.transfers++;
+        this.log(`transfer ${leader.id} → ${to}`);
+        this.guard(() => leader.raft?.transferLeader(to));
+        this.drive(leader);
+      }
+    }
+  }
+
+  private guard(f: () => void): void {
+    try {
+      f();
+    } catch (e) {
+      if (!isRaftError(e) || !EXPECTED_CODES.has(e.code)) throw e;
+    }
+  }
+
+  private compact(nd: SimNode): void {
+    const raft = nd.raft;
+    if (raft === undefined || nd.inflight !== undefined) return;
+    const st = raft.status();
+    const index = st.applied;
+    if (index <= nd.store.snapshot().metadata.index || index > nd.store.lastIndex()) return;
+    const snap: Snapshot = {
+      metadata: { index, term: nd.store.term(index), confState: st.confState },
+      data: nd.kv.snapshot(),
+    };
+    nd.store.compact(index, snap).catch(noop);
+    if (this.rnd() < 0.5) nd.store.sync();
+    this.stats.compactions++;
+  }
+
+  private churn(leader: SimNode): void {
+    const raft = leader.raft as Raft;
+    const cs = raft.status().confState;
+    const r = this.rnd;
+    let cc: ConfChange | undefined;
+    if (cs.votersOutgoing.length > 0) {
+      if (!cs.autoLeave) cc = { changes: [], transition: "auto" };
+    } else {
+      const members = new Set([...cs.voters, ...cs.learners]);
+      const outsiders = this.ids.filter((x) => !members.has(x));
+      const kind = r();
+      const transition = this.pickOf(["auto", "joint", "joint_explicit"] as const) ?? "auto";
+      if (kind < 0.25) {
+        const x = this.pickOf(outsiders);
+        if (x !== undefined) cc = { changes: [{ type: "add_learner", nodeId: x }], transition: "auto" };
+      } else if (kind < 0.5) {
+        const x = this.pickOf([...cs.learners, ...outsiders]);
+        if (x !== undefined) cc = { changes: [{ type: "add_voter", nodeId: x }], transition: "auto" };
+      } else if (kind < 0.7) {
+        const x = cs.voters.length > 3 ? this.pickOf(cs.voters) : this.pickOf(cs.learners);
+        if (x !== undefined) cc = { changes: [{ type: "remove", nodeId: x }], transition: "auto" };
+      } else {
+        // Joint change: replace up to two voters (possibly the leader) at once.
+        const spare = [...cs.learners, ...outsiders];
+        const k = Math.min(spare.length, 1 + Math.floor(r() * 2));
+        if (k > 0) {
+          const out = [...cs.voters].sort(() => r() - 0.5).slice(0, k);
+          const inn = [...spare].sort(() => r() - 0.5).slice(0, k);
+          cc = {
+            changes: [
+              ...out.map((id) => ({ type: r() < 0.5 ? ("remove" as const) : ("add_learner" as const), nodeId: id })),
+              ...inn.map((id) => ({ type: "add_voter" as const, nodeId: id })),
+            ],
+            transition,
+          };
+        }
+      }
+    }
+    if (cc === undefined) return;
+    this.stats.confChanges++;
+    this.log(`conf change ${JSON.stringify(cc)} on ${leader.id}`);
+    this.guard(() => raft.proposeConfChange(cc));
+    this.drive(leader);
+  }
+
+  /** One-line state of every node (for failure messages). */
+  private describe(): string {
+    return this.nodes
+      .map((nd) => {
+        const r = nd.raft;
+        if (r === undefined) return `${nd.id}:down`;
+        const s = r.status();
+        const cs = s.confState;
+        return `${nd.id}:${s.role} t${s.term} lead${s.lead} c${s.commit} a${s.applied} [${s.firstIndex},${s.lastIndex}] v{${cs.voters}}${cs.votersOutgoing.length > 0 ? `o{${cs.votersOutgoing}}` : ""}${cs.learners.length > 0 ? `l{${cs.learners}}` : ""}${nd.inflight !== undefined ? " inflight" : ""}${s.role === "leader" ? ` progress ${[...r.trk.progress].map(([id, p]) => `${id}=${p.state}/m${p.match}/n${p.next}/if${p.inflights.length}${p.probeSent ? "/sent" : ""}`).join(",")}` : ""}`;
+      })
+      .join(" | ");
+  }
+
+  // ------------------------------------------------------------------ liveness
+
+  private liveness(): void {
+    this.faultsOn = false;
+    this.net.heal();
+    this.net.faults = { drop: 0, duplicate: 0, maxDelay: 2 };
+    for (const nd of this.nodes) nd.restartAt = this.now;
+    this.log("liveness phase: healed");
+    const bound = (this.now / STEPS_PER_TICK + 10 * this.electionTick) * STEPS_PER_TICK;
+    let proposedAt = -1;
+    const marker = enc.encode(`${MARKER_PREFIX}${this.seed}`);
+    for (; this.now < bound && !this.markerApplied; this.now++) {
+      this.step();
+      if (this.now % STEPS_PER_TICK !== 0) continue;
+      const leader = this.leaderNode();
+      const retry = proposedAt < 0 || this.now - proposedAt > this.electionTick * STEPS_PER_TICK * 2;
+      if (leader?.raft !== undefined && retry) {
+        try {
+          leader.raft.propose(marker);
+          proposedAt = this.now;
+        } catch (e) {
+          if (!isRaftError(e) || !EXPECTED_CODES.has(e.code)) throw e;
+        }
+        this.drive(leader);
+      }
+    }
+    if (!this.markerApplied) {
+      throw new Failure(
+        "liveness",
+        `no proposal committed within 10 election timeouts (${10 * this.electionTick} ticks) after healing; ${this.describe()}`,
+      );
+    }
+    // Let open client operations finish (fewer pending operations to check).
+    this.issuing = false;
+    const drain = this.now + 2 * this.electionTick * STEPS_PER_TICK;
+    for (; this.now < drain && this.clients.some((c) => c.op !== undefined); this.now++) this.step();
+  }
+}
