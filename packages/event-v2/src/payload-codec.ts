@@ -79,13 +79,11 @@ function varintSize(v: number): number {
   if (v < 0x4000) return 2;
   if (v < 0x200000) return 3;
   if (v < 0x10000000) return 4;
-  let n = 4;
-  let x = Math.floor(v / 0x10000000);
-  while (x > 0) {
-    n++;
-    x = Math.floor(x / 128);
-  }
-  return n;
+  if (v < 0x800000000) return 5;
+  if (v < 0x40000000000) return 6;
+  if (v < 0x2000000000000) return 7;
+  if (v < 0x100000000000000) return 8;
+  return v < 0x8000000000000000 ? 9 : 10;
 }
 
 function bigVarintSize(v: bigint): number {
@@ -105,29 +103,55 @@ class Writer {
   constructor(size: number) {
     this.buf = allocPayload(size);
   }
+  // Unsigned varint of a non-negative integer ≤ 2^53. Below 2^31 it uses bit operations;
+  // above, it splits into 32-bit halves (floating-point `%` on large doubles is slow).
   varint(v: number): void {
-    const buf = this.buf;
-    let p = this.pos;
-    while (v >= 0x80) {
-      buf[p++] = (v % 128) | 0x80;
-      v = Math.floor(v / 128);
-    }
-    buf[p++] = v;
-    this.pos = p;
-  }
-  bigVarint(v: bigint): void {
-    if (v <= 0x1fffffffffffffn) {
-      this.varint(Number(v));
+    if (v < 0x80000000) {
+      const buf = this.buf;
+      let p = this.pos;
+      while (v > 0x7f) {
+        buf[p++] = (v & 0x7f) | 0x80;
+        v >>>= 7;
+      }
+      buf[p++] = v;
+      this.pos = p;
       return;
     }
+    const hi = Math.floor(v / 0x100000000);
+    this.varint64(v - hi * 0x100000000, hi);
+  }
+  bigVarint(v: bigint): void {
+    if (v <= 0x1fffffffffffffn) this.varint(Number(v));
+    else this.varint64(Number(v & 0xffffffffn), Number(v >> 32n));
+  }
+  // Varint of the 64-bit value hi·2^32 + lo (both unsigned 32-bit), as protobuf-es writes it.
+  varint64(lo: number, hi: number): void {
     const buf = this.buf;
     let p = this.pos;
-    let x = v;
-    while (x >= 0x80n) {
-      buf[p++] = Number(x & 0x7fn) | 0x80;
-      x >>= 7n;
+    for (let i = 0; i < 28; i += 7) {
+      const shift = lo >>> i;
+      const more = !(shift >>> 7 === 0 && hi === 0);
+      buf[p++] = (more ? shift | 0x80 : shift) & 0xff;
+      if (!more) {
+        this.pos = p;
+        return;
+      }
     }
-    buf[p++] = Number(x);
+    const split = ((lo >>> 28) & 0x0f) | ((hi & 0x07) << 4);
+    const hasMore = hi >>> 3 !== 0;
+    buf[p++] = (hasMore ? split | 0x80 : split) & 0xff;
+    if (hasMore) {
+      for (let i = 3; i < 31; i += 7) {
+        const shift = hi >>> i;
+        const more = shift >>> 7 !== 0;
+        buf[p++] = (more ? shift | 0x80 : shift) & 0xff;
+        if (!more) {
+          this.pos = p;
+          return;
+        }
+      }
+      buf[p++] = (hi >>> 31) & 0x01;
+    }
     this.pos = p;
   }
   // Writes `s` whose UTF-8 length is `len`.
