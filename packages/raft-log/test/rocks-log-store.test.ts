@@ -17,7 +17,11 @@ interface Open {
 }
 
 /** Harness over real RocksDB databases in temp dirs; neighbours share each database. */
-function rocksHarness(options: { group: boolean; cacheEntries?: number }) {
+function rocksHarness(options: {
+  group: boolean;
+  thread?: "worker" | "main";
+  cacheEntries?: number;
+}) {
   const open = new Map<LogStore, Open>();
   const dirs: string[] = [];
   const databases = new Set<RocksLogDatabase>();
@@ -25,7 +29,9 @@ function rocksHarness(options: { group: boolean; cacheEntries?: number }) {
   const openStore = async (dir: string): Promise<LogStore> => {
     const database = await openRocksLogDatabase({ path: dir });
     databases.add(database);
-    const committer = options.group ? createGroupCommitter(database) : undefined;
+    const committer = options.group
+      ? createGroupCommitter(database, { thread: options.thread ?? "worker" })
+      : undefined;
     const common = {
       database,
       ...(committer ? { committer } : {}),
@@ -85,8 +91,12 @@ function rocksHarness(options: { group: boolean; cacheEntries?: number }) {
 
 runLogStoreConformance("rocksdb (one synced WriteBatch per save)", rocksHarness({ group: false }));
 runLogStoreConformance(
-  "rocksdb (group commit, 8-entry cache)",
-  rocksHarness({ group: true, cacheEntries: 8 }),
+  "rocksdb (group commit on a worker thread, 8-entry cache)",
+  rocksHarness({ group: true, thread: "worker", cacheEntries: 8 }),
+);
+runLogStoreConformance(
+  "rocksdb (group commit on the main thread)",
+  rocksHarness({ group: true, thread: "main" }),
 );
 
 describe("RocksDB log store specifics", () => {
@@ -146,6 +156,33 @@ describe("RocksDB log store specifics", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  for (const thread of ["worker", "main"] as const) {
+    it(`joins saves made while a batch is in flight into the next batch (${thread})`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+      try {
+        const database = await openRocksLogDatabase({ path: dir });
+        const committer = createGroupCommitter(database, { thread });
+        const stores = await Promise.all(
+          Array.from({ length: 11 }, (_, g) =>
+            createRocksLogStore({ database, groupId: `g${g}`, committer }),
+          ),
+        );
+        const first = (stores[0] as LogStore).save({ entries: [ent(1, 1)] });
+        // Runs right after the committer's flush (setImmediate callbacks run in order),
+        // i.e. while the first batch is being written.
+        const rest = await new Promise<Promise<void>[]>((resolve) =>
+          setImmediate(() => resolve(stores.slice(1).map((s) => s.save({ entries: [ent(1, 1)] })))),
+        );
+        await Promise.all([first, ...rest]);
+        expect(committer.stats()).toMatchObject({ batches: 2, writes: 11, maxBatchSize: 10, thread });
+        await database.close(); // closes the committer first
+        await expect(committer.write([])).rejects.toThrow(/closed/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
 
   it("keeps every acknowledged save across kill -9 of the writing process", {
     timeout: 60_000,

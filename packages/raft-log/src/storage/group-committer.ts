@@ -1,5 +1,7 @@
+import { Worker } from "node:worker_threads";
 import { RaftError } from "../core/raft-error.js";
-import type { RocksLogDatabase, RocksWrite } from "./rocks-log-database.js";
+import { GROUP_COMMIT_WORKER_SOURCE } from "./group-commit-worker.js";
+import type { RocksLogDatabase, RocksWorkerAccess, RocksWrite } from "./rocks-log-database.js";
 
 /** Counters of a {@link GroupCommitter}. */
 export interface GroupCommitStats {
@@ -11,6 +13,8 @@ export interface GroupCommitStats {
   readonly averageBatchSize: number;
   /** Largest number of writes in one batch. */
   readonly maxBatchSize: number;
+  /** Where the synced writes run. */
+  readonly thread: "worker" | "main";
 }
 
 /** Batches the synced writes of many Raft groups of one process into one synced write. */
@@ -18,7 +22,7 @@ export interface GroupCommitter {
   /** Queues `ops` (one group's write); resolves once they are durable. */
   write(ops: readonly RocksWrite[]): Promise<void>;
   stats(): GroupCommitStats;
-  /** Waits for queued writes, then refuses new ones. */
+  /** Waits for queued writes, stops the worker thread, then refuses new writes. */
   close(): Promise<void>;
 }
 
@@ -29,17 +33,98 @@ export interface GroupCommitterOptions {
    * whole tick of every group in a process, small enough to bound one batch's size.
    */
   readonly maxBatch?: number;
+  /**
+   * Where to run the synced write:
+   * - `"worker"` (default when the database allows it, i.e. it was opened with
+   *   `openRocksLogDatabase`): a worker thread writes through the same open database, so
+   *   the fsync does not block the Raft groups' JS thread, and every `save()` made while a
+   *   sync is in flight joins the next batch;
+   * - `"main"`: on the calling thread (`@nxtedition/rocksdb` writes synchronously), so the
+   *   batch boundary is the event-loop turn.
+   */
+  readonly thread?: "worker" | "main";
+}
+
+type Writer = { write(ops: readonly RocksWrite[]): Promise<void>; stop(): Promise<void> };
+
+function mainThreadWriter(database: RocksLogDatabase): Writer {
+  return { write: (ops) => database.write(ops, true), stop: async () => undefined };
+}
+
+function workerWriter(access: RocksWorkerAccess): Writer {
+  const worker = new Worker(GROUP_COMMIT_WORKER_SOURCE, {
+    eval: true,
+    workerData: { handle: access.handle, modulePath: access.modulePath, column: access.column },
+  });
+  worker.unref();
+  const pending = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>();
+  let nextId = 0;
+  let failure: unknown;
+  const ready = new Promise<void>((resolve, reject) => {
+    worker.once("message", (m: { ready?: boolean; fatal?: string }) => {
+      if (m.ready) resolve();
+      else reject(new RaftError("unavailable", `group commit worker failed: ${m.fatal}`));
+    });
+  });
+  ready.catch(() => undefined);
+  const failAll = (e: unknown): void => {
+    failure = e;
+    for (const p of pending.values()) p.reject(e);
+    pending.clear();
+  };
+  worker.on("message", (m: { id?: number; error?: string }) => {
+    if (m.id === undefined) return;
+    const p = pending.get(m.id);
+    pending.delete(m.id);
+    if (pending.size === 0) worker.unref();
+    if (m.error === undefined) p?.resolve();
+    else p?.reject(new RaftError("unavailable", `synced write failed: ${m.error}`));
+  });
+  worker.on("error", (e) => failAll(RaftError.from(e, "unavailable")));
+  worker.on("exit", () => failAll(new RaftError("invalid_state", "group commit worker exited")));
+  return {
+    async write(ops) {
+      await ready;
+      if (failure !== undefined) throw failure;
+      // Pack the batch into one buffer and transfer it (no per-key structured clone).
+      let size = 0;
+      for (const op of ops)
+        size += 5 + op.key.length + (op.type === "put" ? 4 + op.value.length : 0);
+      const buf = new Uint8Array(size);
+      const view = new DataView(buf.buffer);
+      let at = 0;
+      for (const op of ops) {
+        buf[at] = op.type === "put" ? 1 : 2;
+        view.setUint32(at + 1, op.key.length, true);
+        buf.set(op.key, at + 5);
+        at += 5 + op.key.length;
+        if (op.type === "put") {
+          view.setUint32(at, op.value.length, true);
+          buf.set(op.value, at + 4);
+          at += 4 + op.value.length;
+        }
+      }
+      return new Promise<void>((resolve, reject) => {
+        const id = nextId++;
+        pending.set(id, { resolve, reject });
+        worker.ref(); // a write in flight keeps the process alive
+        worker.postMessage({ id, buf: buf.buffer }, [buf.buffer]);
+      });
+    },
+    async stop() {
+      await worker.terminate();
+    },
+  };
 }
 
 /**
- * Creates a group committer for `database`: every write queued while the previous synced
- * batch is being written — and every write queued in the same event-loop turn — joins the
- * next batch, which is written with one fsync. Writes of one group keep their order, and
- * one group's write is never split across batches, so each `save()` stays atomic.
+ * Creates a group committer for `database`: the saves of many Raft groups are merged into
+ * one synced WriteBatch. Every write queued while the previous batch is being synced (or,
+ * on the main thread, in the same event-loop turn) joins the next batch. Writes of one
+ * group keep their order, and one group's write is never split across batches, so each
+ * `save()` stays atomic.
  *
- * Note: `@nxtedition/rocksdb` executes `WriteBatch.write` synchronously on the JS thread,
- * so the batch boundary is the event-loop turn: every `save()` made before the flush
- * (scheduled with `setImmediate`) runs is in it.
+ * Close the committer before the database (closing the database also closes it).
  *
  * @example
  * ```ts
@@ -54,17 +139,27 @@ export function createGroupCommitter(
   options: GroupCommitterOptions = {},
 ): GroupCommitter {
   const maxBatch = options.maxBatch ?? 1024;
+  const access = database.workerAccess;
+  const thread = options.thread ?? (access === undefined ? "main" : "worker");
+  if (thread === "worker" && access === undefined) {
+    throw new RaftError(
+      "invalid_argument",
+      "this database cannot be written from a worker thread (open it with openRocksLogDatabase)",
+    );
+  }
+  const writer =
+    thread === "worker" ? workerWriter(access as RocksWorkerAccess) : mainThreadWriter(database);
   type Item = { ops: readonly RocksWrite[]; resolve: () => void; reject: (e: unknown) => void };
   let queue: Item[] = [];
-  let scheduled = false;
-  let inFlight: Promise<void> | undefined;
+  let running: Promise<void> | undefined;
   let closed = false;
   let batches = 0;
   let writes = 0;
   let maxBatchSize = 0;
 
-  const flush = async (): Promise<void> => {
-    scheduled = false;
+  const drain = async (): Promise<void> => {
+    // Let every save of the current turn arrive before the first batch goes out.
+    await new Promise((r) => setImmediate(r));
     while (queue.length > 0) {
       const items = queue.slice(0, maxBatch);
       queue = queue.slice(items.length);
@@ -74,23 +169,28 @@ export function createGroupCommitter(
       writes += items.length;
       maxBatchSize = Math.max(maxBatchSize, items.length);
       try {
-        await database.write(ops, true);
+        await writer.write(ops);
         for (const it of items) it.resolve();
       } catch (e) {
         for (const it of items) it.reject(e);
       }
     }
   };
-  const schedule = (): void => {
-    if (scheduled || inFlight !== undefined) return;
-    scheduled = true;
-    setImmediate(() => {
-      inFlight = flush().finally(() => {
-        inFlight = undefined;
-        if (queue.length > 0) schedule();
-      });
+  const kick = (): void => {
+    if (running !== undefined) return; // the running drain picks the new write up
+    running = drain().finally(() => {
+      running = undefined;
+      if (queue.length > 0) kick();
     });
   };
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    while (running !== undefined) await running;
+    unregister();
+    await writer.stop();
+  };
+  const unregister = database.beforeClose(close);
 
   return {
     write(ops: readonly RocksWrite[]): Promise<void> {
@@ -99,7 +199,7 @@ export function createGroupCommitter(
       }
       return new Promise<void>((resolve, reject) => {
         queue.push({ ops, resolve, reject });
-        schedule();
+        kick();
       });
     },
     stats: (): GroupCommitStats => ({
@@ -107,12 +207,8 @@ export function createGroupCommitter(
       writes,
       averageBatchSize: batches === 0 ? 0 : writes / batches,
       maxBatchSize,
+      thread,
     }),
-    async close(): Promise<void> {
-      while (queue.length > 0 || inFlight !== undefined || scheduled) {
-        await (inFlight ?? new Promise((r) => setImmediate(r)));
-      }
-      closed = true;
-    },
+    close,
   };
 }

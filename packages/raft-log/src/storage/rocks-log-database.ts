@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { RaftError } from "../core/raft-error.js";
 
 /** The subset of an `@nxtedition/rocksdb` write batch this package uses. */
@@ -31,14 +32,31 @@ export type RocksWrite =
   | { readonly type: "put"; readonly key: Uint8Array; readonly value: Uint8Array }
   | { readonly type: "del"; readonly key: Uint8Array };
 
+/** What a worker thread needs to write to the same open database (see the group committer). */
+export interface RocksWorkerAccess {
+  /** Native handle of the open database (`RocksLevel#handle`). */
+  readonly handle: bigint;
+  /** Absolute path of the binding's entry module, for `require` in the worker. */
+  readonly modulePath: string;
+  /** Column family name of the log records (`undefined` = the default family). */
+  readonly column: string | undefined;
+}
+
 /** A RocksDB database (or one column family of one) holding the logs of many Raft groups. */
 export interface RocksLogDatabase {
   readonly db: RocksDbLike;
   /** Column family handle the log records live in (`undefined` = the default family). */
   readonly column: unknown;
+  /** Present when writes can be made from a worker thread (databases opened here). */
+  readonly workerAccess: RocksWorkerAccess | undefined;
   /** Writes `ops` as one WriteBatch; `sync` (default true) fsyncs the WAL first. */
   write(ops: readonly RocksWrite[], sync?: boolean): Promise<void>;
-  /** Closes the database (only when this object opened it). */
+  /**
+   * Registers work to finish before the database closes (group committers use it to
+   * stop their worker thread first). Returns a function that unregisters it.
+   */
+  beforeClose(hook: () => Promise<void>): () => void;
+  /** Runs the `beforeClose` hooks, then closes the database if this object opened it. */
   close(): Promise<void>;
 }
 
@@ -49,9 +67,7 @@ export interface RocksLogDatabase {
  */
 export async function loadRocksBinding(): Promise<RocksLevelConstructor> {
   try {
-    // A variable specifier: the binding ships no typings, and stays optional at build time.
-    const specifier = "@nxtedition/rocksdb";
-    const mod = (await import(specifier)) as {
+    const mod = (await import(BINDING)) as {
       RocksLevel?: RocksLevelConstructor;
       default?: { RocksLevel?: RocksLevelConstructor };
     };
@@ -65,6 +81,17 @@ export async function loadRocksBinding(): Promise<RocksLevelConstructor> {
         "(npm install @nxtedition/rocksdb); it could not be loaded",
       { cause },
     );
+  }
+}
+
+// A variable specifier: the binding ships no typings, and stays optional at build time.
+const BINDING = "@nxtedition/rocksdb";
+
+function bindingPath(): string | undefined {
+  try {
+    return createRequire(import.meta.url).resolve(BINDING);
+  } catch {
+    return undefined;
   }
 }
 
@@ -103,7 +130,21 @@ export async function openRocksLogDatabase(
   const db = new RocksLevel(options.path, { keyEncoding: "buffer", valueEncoding: "buffer" });
   await db.open({ createIfMissing: true, columns });
   const column = db.columns[name];
-  return wrapRocksLogDatabase(db, column, true);
+  const modulePath = options.binding === undefined ? bindingPath() : undefined;
+  const handle = (db as { handle?: unknown }).handle;
+  const workerAccess =
+    modulePath !== undefined && typeof handle === "bigint"
+      ? { handle, modulePath, column: name }
+      : undefined;
+  return wrapRocksLogDatabase(db, column, { owned: true, workerAccess });
+}
+
+/** Options of {@link wrapRocksLogDatabase}. */
+export interface WrapRocksLogDatabaseOptions {
+  /** Close `db` when the returned database is closed. Default false (the caller owns it). */
+  readonly owned?: boolean;
+  /** Lets group committers write from a worker thread. Default: none (main thread). */
+  readonly workerAccess?: RocksWorkerAccess | undefined;
 }
 
 /**
@@ -113,12 +154,19 @@ export async function openRocksLogDatabase(
 export function wrapRocksLogDatabase(
   db: RocksDbLike,
   column: unknown,
-  owned = false,
+  options: WrapRocksLogDatabaseOptions = {},
 ): RocksLogDatabase {
   const opts = column === undefined ? {} : { column };
+  const hooks = new Set<() => Promise<void>>();
+  let closed = false;
   return {
     db,
     column,
+    workerAccess: options.workerAccess,
+    beforeClose(hook: () => Promise<void>): () => void {
+      hooks.add(hook);
+      return () => hooks.delete(hook);
+    },
     async write(ops: readonly RocksWrite[], sync = true): Promise<void> {
       const batch = db.batch();
       for (const op of ops) {
@@ -128,7 +176,11 @@ export function wrapRocksLogDatabase(
       await batch.write({ sync });
     },
     async close(): Promise<void> {
-      if (owned) await db.close();
+      if (closed) return;
+      closed = true;
+      for (const hook of [...hooks]) await hook();
+      hooks.clear();
+      if (options.owned === true) await db.close();
     },
   };
 }
