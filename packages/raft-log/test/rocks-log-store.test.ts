@@ -175,7 +175,12 @@ describe("RocksDB log store specifics", () => {
           setImmediate(() => resolve(stores.slice(1).map((s) => s.save({ entries: [ent(1, 1)] })))),
         );
         await Promise.all([first, ...rest]);
-        expect(committer.stats()).toMatchObject({ batches: 2, writes: 11, maxBatchSize: 10, thread });
+        expect(committer.stats()).toMatchObject({
+          batches: 2,
+          writes: 11,
+          maxBatchSize: 10,
+          thread,
+        });
         await database.close(); // closes the committer first
         await expect(committer.write([])).rejects.toThrow(/closed/);
       } finally {
