@@ -6,11 +6,12 @@ import {
   createGrpcTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
+import { runRestSuite } from "@oprc/conformance";
 import { DataService, OprcFunction } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServedGateway, serveGateway } from "../src/index.js";
 import { memoryServiceRoutes } from "./fixtures/memory-data-service.js";
-import { runRestSuite } from "./rest-suite.js";
+import { gatewayTarget } from "./gateway-target.js";
 
 /** A real HTTP/2 (h2c) Connect server on 127.0.0.1 serving the fixture, speaking gRPC. */
 async function startUpstream(): Promise<{ url: string; close(): Promise<void> }> {
@@ -29,20 +30,22 @@ async function startUpstream(): Promise<{ url: string; close(): Promise<void> }>
 // The gateway standalone: gRPC over HTTP/2 to a remote node, real HTTP requests to the gateway.
 runRestSuite("standalone (gRPC to an h2c server, @hono/node-server + fetch)", {
   fixture: true,
-  http: true,
   propertyRuns: 40,
-  makeClient: async () => {
+  start: async () => {
     const upstream = await startUpstream();
     const sessionManager = new Http2SessionManager(upstream.url);
     const transport = createGrpcTransport({ baseUrl: upstream.url, sessionManager });
-    return {
-      data: createClient(DataService, transport),
-      functions: createClient(OprcFunction, transport),
-      close: async () => {
-        sessionManager.abort();
-        await upstream.close();
+    return gatewayTarget(
+      {
+        data: createClient(DataService, transport),
+        functions: createClient(OprcFunction, transport),
+        close: async () => {
+          sessionManager.abort();
+          await upstream.close();
+        },
       },
-    };
+      true,
+    );
   },
 });
 

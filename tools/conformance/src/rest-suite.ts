@@ -1,38 +1,35 @@
-// The gateway's behaviour suite. It is transport-agnostic: `makeClient` supplies the
-// DataService (and optionally OprcFunction) clients — over an in-process router transport,
-// over gRPC to a connect-node server, or later over gRPC to a real odgm — and `http` chooses
-// whether requests go through `app.request` or a real @hono/node-server listener and fetch.
-import type { AddressInfo } from "node:net";
+// The REST surface's behaviour suite (spec §7). It is target-agnostic: `start` supplies a
+// way to send HTTP requests to a REST surface — the gateway over an in-process router
+// transport (`app.request`), the gateway standalone in front of a gRPC upstream (real
+// HTTP), or a real odgm node — so every implementation is held to the same behaviour.
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
-import type { Client } from "@connectrpc/connect";
-import { serve } from "@hono/node-server";
-import {
-  type DataService,
-  ObjDataSchema,
-  ObjMetaSchema,
-  type OprcFunction,
-  ValDataSchema,
-  ValType,
-} from "@oprc/grpc-api";
+import { ObjDataSchema, ObjMetaSchema, ValDataSchema, ValType } from "@oprc/grpc-api";
 import { hashId, partitionOf } from "@oprc/oprc-id";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRestGateway } from "../src/index.js";
 
-/** What `makeClient` returns. */
-export interface RestSuiteClients {
-  data: Client<typeof DataService>;
-  functions?: Client<typeof OprcFunction>;
+/** Sends one HTTP request to the REST surface under test. */
+export type RestSend = (
+  method: string,
+  path: string,
+  init?: { body?: RequestInit["body"]; headers?: Record<string, string> },
+) => Promise<Response>;
+
+/** A REST surface to test, as returned by {@link RestSuiteOptions.start}. */
+export interface RestTarget {
+  readonly send: RestSend;
   close(): Promise<void>;
 }
 
 /** Options of {@link runRestSuite}. */
 export interface RestSuiteOptions {
-  /** Creates the clients the gateway talks to. */
-  makeClient: () => Promise<RestSuiteClients>;
-  /** Serve the gateway on 127.0.0.1 with @hono/node-server and use fetch (default false). */
-  http?: boolean;
+  /**
+   * Starts the surface. It must serve collection `suite` (partition 0 at least), accept
+   * bodies up to {@link REST_SUITE_BODY_LIMIT} bytes and refuse larger ones with 413, and
+   * serve Prometheus text on `/metrics` containing {@link REST_SUITE_METRIC}.
+   */
+  start: () => Promise<RestTarget>;
   /**
    * The backend is the test fixture: it knows the fault classes (`legacy`, `down`, `crash`,
    * `unknown*`), has 4 partitions and the scripted functions. A real node runs without them.
@@ -42,21 +39,20 @@ export interface RestSuiteOptions {
   propertyRuns?: number;
 }
 
-type Send = (
-  method: string,
-  path: string,
-  init?: { body?: RequestInit["body"]; headers?: Record<string, string> },
-) => Promise<Response>;
+type Send = RestSend;
 
 const te = new TextEncoder();
-const BODY_LIMIT = 64 * 1024;
+/** The body limit a target under test must enforce. */
+export const REST_SUITE_BODY_LIMIT: number = 64 * 1024;
+const BODY_LIMIT = REST_SUITE_BODY_LIMIT;
+/** A metric name a target's `/metrics` must contain. */
+export const REST_SUITE_METRIC = "odgm_";
 
 /** Registers the suite under `describe(name)`. */
 export function runRestSuite(name: string, options: RestSuiteOptions): void {
   describe(name, () => {
-    let clients: RestSuiteClients;
+    let target: RestTarget | undefined;
     let send: Send;
-    let closeServer: (() => Promise<void>) | undefined;
     let seq = 0;
     const run = Math.random().toString(36).slice(2, 8);
     const uid = (p = "obj") => `${p}-${run}-${++seq}`;
@@ -64,33 +60,11 @@ export function runRestSuite(name: string, options: RestSuiteOptions): void {
     const base = `/api/class/${cls}/0`;
 
     beforeAll(async () => {
-      clients = await options.makeClient();
-      const app = createRestGateway({
-        data: clients.data,
-        ...(clients.functions === undefined ? {} : { functions: clients.functions }),
-        bodyLimit: BODY_LIMIT,
-        metrics: () => "# TYPE odgm_test_total counter\nodgm_test_total 1\n",
-      });
-      if (options.http === true) {
-        const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-          const s = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
-        });
-        const port = (server.address() as AddressInfo).port;
-        send = (method, path, init) =>
-          fetch(`http://127.0.0.1:${port}${path}`, { method, ...(init ?? {}) } as RequestInit);
-        closeServer = () =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            if ("closeAllConnections" in server) server.closeAllConnections();
-          });
-      } else {
-        send = async (method, path, init) =>
-          app.request(path, { method, ...(init ?? {}) } as RequestInit);
-      }
+      target = await options.start();
+      send = target.send;
     });
     afterAll(async () => {
-      await closeServer?.();
-      await clients?.close();
+      await target?.close();
     });
 
     const json = (value: unknown) => ({
@@ -585,7 +559,7 @@ export function runRestSuite(name: string, options: RestSuiteOptions): void {
         expect((await send("GET", "/readyz")).status).toBe(200);
         const metrics = await send("GET", "/metrics");
         expect(metrics.headers.get("content-type")).toMatch(/^text\/plain/);
-        expect(await metrics.text()).toContain("odgm_test_total 1");
+        expect(await metrics.text()).toContain(REST_SUITE_METRIC);
         const doc = (await (await send("GET", "/openapi.json")).json()) as {
           paths: Record<string, Record<string, unknown>>;
         };
