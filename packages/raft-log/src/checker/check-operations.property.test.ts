@@ -1,0 +1,91 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { checkOperations } from "./check-operations.js";
+import type { KvInput, KvOperation } from "./kv-model.js";
+import { kvModel } from "./kv-model.js";
+
+interface Gen {
+  client: number;
+  gap: number;
+  dur: number;
+  point: number; // where in [call, return] the operation takes effect, 0..1
+  op: "get" | "put" | "append";
+  key: string;
+  value: string;
+  pending: boolean;
+}
+
+const genOp: fc.Arbitrary<Gen> = fc.record({
+  client: fc.nat({ max: 4 }),
+  gap: fc.nat({ max: 5 }),
+  dur: fc.integer({ min: 1, max: 20 }),
+  point: fc.double({ min: 0.01, max: 0.99, noNaN: true }),
+  op: fc.constantFrom("get" as const, "put" as const, "append" as const),
+  key: fc.constantFrom("a", "b"),
+  value: fc.constantFrom("x", "y", "z"),
+  pending: fc.nat({ max: 9 }).map((n) => n === 0), // one operation in ten never returns
+});
+
+/**
+ * Builds a history that is linearizable by construction: every operation takes effect at
+ * a point inside its interval, and reads return the register at that point.
+ */
+function linearizableHistory(gens: Gen[]): KvOperation[] {
+  const clock = new Map<number, number>();
+  const timed = gens.map((g) => {
+    const call = (clock.get(g.client) ?? 0) + g.gap + 0.5;
+    const ret = call + g.dur;
+    clock.set(g.client, g.pending ? Number.POSITIVE_INFINITY : ret);
+    return { g, call, ret, at: call + g.point * g.dur };
+  });
+  // A client with a pending operation issues nothing after it.
+  const live = timed.filter((t) => Number.isFinite(t.call));
+  const state = new Map<string, string>();
+  const outputs = new Map<(typeof live)[number], string>();
+  for (const t of [...live].sort((a, b) => a.at - b.at)) {
+    const cur = state.get(t.g.key) ?? "";
+    if (t.g.op === "get") outputs.set(t, cur);
+    else state.set(t.g.key, t.g.op === "put" ? t.g.value : cur + t.g.value);
+  }
+  return live.map((t): KvOperation => {
+    const input: KvInput =
+      t.g.op === "get"
+        ? { op: "get", key: t.g.key }
+        : { op: t.g.op, key: t.g.key, value: t.g.value };
+    if (t.g.pending) {
+      return { clientId: t.g.client, input, call: t.call, output: undefined, return: Infinity };
+    }
+    return {
+      clientId: t.g.client,
+      input,
+      call: t.call,
+      output: { value: outputs.get(t) ?? "" },
+      return: t.ret,
+    };
+  });
+}
+
+describe("checkOperations on generated histories", () => {
+  it("accepts every history that is linearizable by construction", () => {
+    fc.assert(
+      fc.property(fc.array(genOp, { maxLength: 40 }), (gens) => {
+        expect(checkOperations(kvModel, linearizableHistory(gens))).toBe("ok");
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("rejects it once a completed read returns a value no write produced", () => {
+    fc.assert(
+      fc.property(fc.array(genOp, { minLength: 1, maxLength: 40 }), fc.nat(), (gens, pick) => {
+        const h = linearizableHistory(gens);
+        const reads = h.filter((o) => o.input.op === "get" && o.output !== undefined);
+        fc.pre(reads.length > 0);
+        const victim = reads[pick % reads.length] as KvOperation;
+        const bad = h.map((o) => (o === victim ? { ...o, output: { value: "!" } } : o));
+        expect(checkOperations(kvModel, bad)).toBe("illegal");
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
