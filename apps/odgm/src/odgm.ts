@@ -14,7 +14,6 @@ import {
   OprcFunction,
 } from "@oprc/grpc-api";
 import { createRestGateway } from "@oprc/rest-gateway";
-import { Hono } from "hono";
 import { type Logger, pino } from "pino";
 import {
   type CollectionRegistry,
@@ -206,7 +205,9 @@ export async function startOdgm(
       },
       onServerError: (err) => logger.error({ err }, "REST request failed"),
     });
-    const app = new Hono();
+    // Collection administration lives on the gateway app itself, so unknown routes keep the
+    // gateway's JSON 404 and its error format.
+    const app = gateway;
     app.get("/api/collections", (c) =>
       c.json(
         toJson(
@@ -236,7 +237,6 @@ export async function startOdgm(
         throw err;
       }
     });
-    app.route("/", gateway);
 
     const handler = connectNodeAdapter({
       routes: allRoutes,

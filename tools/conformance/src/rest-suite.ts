@@ -25,7 +25,7 @@ export interface RestTarget {
 /** Options of {@link runRestSuite}. */
 export interface RestSuiteOptions {
   /**
-   * Starts the surface. It must serve collection `suite` (partition 0 at least), accept
+   * Starts the surface. It must serve collections `suite` and `order` (partition 0 at least), accept
    * bodies up to {@link REST_SUITE_BODY_LIMIT} bytes and refuse larger ones with 413, and
    * serve Prometheus text on `/metrics` containing {@link REST_SUITE_METRIC}.
    */
