@@ -237,8 +237,8 @@ test("rocksdb: single-entry set throughput, sync and group commit", async ({ ben
   const RAW = "raw synced put, one at a time (baseline)";
   const SYNC = "setEntry, sync on, one at a time";
   const NOSYNC = "setEntry, sync off, one at a time";
-  const GROUP = `setEntry, sync on, ${WRITERS} concurrent writers, group commit (per write)`;
-  const NOGROUP = `setEntry, sync on, ${WRITERS} concurrent writers, no group commit (per write)`;
+  const GROUP = `setEntry, sync on, ${WRITERS} concurrent writers per iteration, group commit`;
+  const NOGROUP = `setEntry, sync on, ${WRITERS} concurrent writers per iteration, no group commit`;
   const r = await bench.compare(
     bench(RAW, async () => {
       await raw.write([{ type: "put", keyspace: "objects", key, value: bytes }], { sync: true });

@@ -509,7 +509,7 @@ class EntryStoreImpl implements EntryStore {
             const rows = await it.next(this.prefetchLimit);
             if (rows.length === 0) break;
             for (const [k] of rows) {
-              const info = decodeEntryKey(id, k.slice());
+              const info = decodeEntryKey(id, k);
               list.push(info);
               if (!before.has(info.key)) before.set(info.key, PRESENT);
             }
@@ -1078,19 +1078,23 @@ class EntryStoreImpl implements EntryStore {
         const rows = await it.next(limit + 1 - out.length);
         if (rows.length === 0) break;
         for (const [key, value] of rows) {
-          const i = findRange(ranges, key);
-          if (i >= ranges.length) break scan;
-          const r = ranges[i] as KeyRange;
-          if (compareBytes(key, r.gte) < 0) {
-            // Between two prefix ranges: skip the gap in one seek and read again.
-            it.seek(r.gte);
-            continue scan;
+          // One range (no prefix): the iterator's bounds already are the range.
+          if (ranges.length > 1) {
+            const i = findRange(ranges, key);
+            if (i >= ranges.length) break scan;
+            const r = ranges[i] as KeyRange;
+            if (compareBytes(key, r.gte) < 0) {
+              // Between two prefix ranges: skip the gap in one seek and read again.
+              it.seek(r.gte);
+              continue scan;
+            }
           }
           if (out.length === limit) {
             more = true;
             break scan;
           }
-          const info = decodeEntryKey(id, key.slice());
+          // Engines hand out keys they never mutate, so no copy is needed.
+          const info = decodeEntryKey(id, key);
           const rec = decodeEntry(value, key);
           out.push(this.storedEntry(info, rec.value, rec.version, rec.updatedAtMs));
         }

@@ -32,7 +32,7 @@ export interface KvIteratorOptions extends KvRange {
   keysOnly?: boolean;
 }
 
-/** One key-value pair. Treat both arrays as read-only. */
+/** One key-value pair. Engines never mutate arrays they hand out; callers must not either. */
 export type KvEntry = readonly [key: Uint8Array, value: Uint8Array];
 
 /**
