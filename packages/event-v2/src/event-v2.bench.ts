@@ -277,3 +277,64 @@ test("end-to-end throughput", async ({ bench }) => {
   );
   for (const d of [plain, withSink, withSinkJson, subscribed]) await d.close();
 });
+
+test("end-to-end throughput, CPU time", async () => {
+  const dispatchers = {
+    "dispatcher, no triggers": [createEventDispatcher({ queueBound: 1024 }), noTrigger],
+    "dispatcher, 1 trigger/event, no-op sink (protobuf)": [
+      createEventDispatcher({ queueBound: 1024, sink: { dispatch: () => undefined } }),
+      stringCtxs,
+    ],
+    "dispatcher, 1 trigger/event, no-op sink (JSON)": [
+      createEventDispatcher({
+        queueBound: 1024,
+        payloadFormat: "json",
+        sink: { dispatch: () => undefined },
+      }),
+      stringCtxs,
+    ],
+  } as const;
+  async function perCpuSecond(batch: () => Promise<void>): Promise<number> {
+    for (let i = 0; i < 20; i++) await batch();
+    let best = 0;
+    for (let round = 0; round < 3; round++) {
+      const start = process.cpuUsage();
+      let batches = 0;
+      let used = 0;
+      do {
+        await batch();
+        batches++;
+        const d = process.cpuUsage(start);
+        used = d.user + d.system;
+      } while (used < 300_000);
+      best = Math.max(best, (batches * BATCH * 1e6) / used);
+    }
+    return best;
+  }
+  const baseline = await perCpuSecond(async () => {
+    const q: MutationContext[] = [];
+    for (let i = 0; i < BATCH; i++) q.push(noTrigger[i & 63] as MutationContext);
+    await Promise.resolve();
+    let n = 0;
+    for (let e = q.shift(); e !== undefined; e = q.shift()) n += e.changed.length;
+    sink += n;
+  });
+  const rows = [
+    `| baseline: array push/shift + one await | ${Math.round(baseline).toLocaleString("en-US")} | 1.000× |`,
+  ];
+  for (const [name, [d, ctxs]] of Object.entries(dispatchers)) {
+    const rate = await perCpuSecond(async () => {
+      for (let i = 0; i < BATCH; i++) d.tryEnqueue(ctxs[i & 63] as MutationContext);
+      await d.idle();
+    });
+    rows.push(
+      `| ${name} | ${Math.round(rate).toLocaleString("en-US")} | ${(rate / baseline).toFixed(3)}× |`,
+    );
+    await d.close();
+  }
+  console.log(
+    ["| pipeline | events per CPU-second | ratio to baseline |", "|---|---|---|", ...rows].join(
+      "\n",
+    ),
+  );
+});
