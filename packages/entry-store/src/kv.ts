@@ -81,7 +81,11 @@ export interface KvShard {
   getMany(keyspace: Keyspace, keys: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
   /** A bounded iterator; see {@link KvIterator}. */
   iterator(keyspace: Keyspace, options?: KvIteratorOptions): KvIterator;
-  /** Applies `ops` atomically (one write batch). */
+  /**
+   * Applies `ops` atomically (one write batch). The engine may keep references to the
+   * given arrays until the returned promise settles (group commit); do not mutate them
+   * before that.
+   */
   write(ops: readonly KvWriteOp[], options?: KvWriteOptions): Promise<void>;
 }
 

@@ -16,8 +16,8 @@ const EMPTY = new Uint8Array(0);
 class SortedMap {
   keys: Uint8Array[] = [];
   values: Uint8Array[] = [];
-  /** True while an iterator may hold the current arrays: the next write copies them. */
-  shared = false;
+  /** Open iterators reading the current arrays: while any is open, a write copies them first. */
+  readers = 0;
 
   /** Index of the first key ≥ `key`. */
   lowerBound(key: Uint8Array, keys: Uint8Array[] = this.keys): number {
@@ -38,10 +38,10 @@ class SortedMap {
   }
 
   private own(): void {
-    if (this.shared) {
+    if (this.readers > 0) {
       this.keys = this.keys.slice();
       this.values = this.values.slice();
-      this.shared = false;
+      this.readers = 0;
     }
   }
 
@@ -67,9 +67,15 @@ class SortedMap {
     }
   }
 
+  /** The current arrays, frozen for the caller until {@link release}. */
   snapshot(): { keys: Uint8Array[]; values: Uint8Array[] } {
-    this.shared = true;
+    this.readers++;
     return { keys: this.keys, values: this.values };
+  }
+
+  /** Ends a snapshot; a no-op when a write has since replaced the arrays. */
+  release(keys: Uint8Array[]): void {
+    if (keys === this.keys && this.readers > 0) this.readers--;
   }
 }
 
@@ -85,7 +91,7 @@ class MemoryIterator implements KvIterator {
   private closed = false;
 
   constructor(
-    map: SortedMap,
+    private readonly map: SortedMap,
     private readonly options: KvIteratorOptions,
     private readonly checkOpen: () => void,
   ) {
@@ -152,7 +158,10 @@ class MemoryIterator implements KvIterator {
   }
 
   close(): Promise<void> {
-    this.closed = true;
+    if (!this.closed) {
+      this.closed = true;
+      this.map.release(this.keys);
+    }
     return Promise.resolve();
   }
 }
@@ -213,7 +222,8 @@ export type MemoryEngineOptions = Record<string, never>;
 
 /**
  * Creates an in-memory storage engine: ordered maps per shard and keyspace, atomic
- * batches (applied synchronously), snapshot iterators (copy-on-write). For tests and
+ * batches (applied synchronously), snapshot iterators (a write while an iterator is open
+ * copies the keyspace's arrays first, so the iterator keeps its point-in-time view). For tests and
  * ephemeral use; nothing survives the process, and `sync` has no effect.
  *
  * @example

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runEntryStoreConformance } from "../test/conformance.js";
+import { runKvEngineConformance } from "../test/kv-conformance.js";
 import type { KvEngine } from "./kv.js";
 import { openRocksEngine, type RocksEngine } from "./rocksdb-engine.js";
 
@@ -12,6 +13,22 @@ for (const groupCommit of [true, false]) {
     name: `rocksdb (groupCommit: ${groupCommit})`,
     async createEngine(): Promise<KvEngine> {
       const dir = mkdtempSync(join(tmpdir(), "entry-store-conf-"));
+      const engine: RocksEngine = await openRocksEngine({ location: dir, groupCommit });
+      dirs.set(engine, dir);
+      return engine;
+    },
+    async dispose(engine: KvEngine): Promise<void> {
+      const dir = dirs.get(engine);
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    },
+  });
+}
+
+for (const groupCommit of [true, false]) {
+  runKvEngineConformance({
+    name: `rocksdb (groupCommit: ${groupCommit})`,
+    async createEngine(): Promise<KvEngine> {
+      const dir = mkdtempSync(join(tmpdir(), "entry-store-kv-"));
       const engine: RocksEngine = await openRocksEngine({ location: dir, groupCommit });
       dirs.set(engine, dir);
       return engine;
