@@ -36,6 +36,15 @@ function loopLower(ids: string[]): void {
   for (let i = 0; i < INNER; i++) acc += (ids[i & 63] ?? "").toLowerCase().length;
   sink += acc;
 }
+// The floor for any JavaScript per-character check: read every code unit, do nothing else.
+function loopScan(ids: string[]): void {
+  let acc = 0;
+  for (let i = 0; i < INNER; i++) {
+    const s = ids[i & 63] ?? "";
+    for (let j = 0; j < s.length; j++) acc += s.charCodeAt(j);
+  }
+  sink += acc;
+}
 function loopNormalize(ids: string[]): void {
   let acc = 0;
   for (let i = 0; i < INNER; i++) acc += normalizeObjectId(ids[i & 63] ?? "").length;
@@ -67,6 +76,7 @@ function loopPartition(ids: string[]): void {
 const ROUNDS = 5;
 const NAMES = [
   "toLowerCase",
+  "charCodeAt scan (floor)",
   "normalizeObjectId",
   "normalizeObjectId unicode",
   "hashId",
@@ -91,6 +101,7 @@ for (const size of SIZES) {
     for (let round = 0; round < ROUNDS; round++) {
       const r = await bench.compare(
         bench("toLowerCase", () => loopLower(ids)),
+        bench("charCodeAt scan (floor)", () => loopScan(ids)),
         bench("normalizeObjectId", () => loopNormalize(ids)),
         bench("normalizeObjectId unicode", () => loopNormalizeUnicode(ids)),
         bench("hashId", () => loopHash(ids)),
