@@ -9,6 +9,7 @@ const { values } = parseArgs({
     ticks: { type: "string" },
     trace: { type: "boolean", default: false },
     "silent-drops": { type: "boolean", default: false },
+    "trace-messages": { type: "boolean", default: false },
     "stop-on-failure": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
     quiet: { type: "boolean", default: false },
@@ -32,6 +33,7 @@ for (let i = 0; i < seeds; i++) {
     maxNodes,
     ...(values.ticks !== undefined ? { ticks: Number(values.ticks) } : {}),
     ...(values["silent-drops"] ? { silentDrops: true } : {}),
+    ...(values["trace-messages"] ? { traceMessages: true } : {}),
     ...(values.trace ? { trace: (l: string) => console.log(l) } : {}),
   });
   ops += r.stats.opsOk;
@@ -42,7 +44,12 @@ for (let i = 0; i < seeds; i++) {
     first.push({ seed, check: r.failure.check, message: r.failure.message });
     if (!values.json) {
       console.log(`FAIL seed ${seed} (${nodesForSeed(seed, minNodes, maxNodes)} nodes) [${r.failure.check}] at tick ${r.failure.tick}: ${r.failure.message}`);
-      console.log(`  replay: ${replayCommand(seed, minNodes, maxNodes)}`);
+      console.log(
+        `  replay: ${replayCommand(seed, minNodes, maxNodes, {
+          ...(values.ticks !== undefined ? { ticks: Number(values.ticks) } : {}),
+          silentDrops: values["silent-drops"] === true,
+        })}`,
+      );
     }
     if (values["stop-on-failure"]) break;
   }

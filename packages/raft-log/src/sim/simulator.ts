@@ -39,13 +39,15 @@ export interface SimOptions {
   /** Step budget of the linearizability check. Default 200,000. */
   readonly maxCheckSteps?: number;
   /**
-   * Drops are silent (a datagram transport): no one is told that a message was lost. Default
-   * false: the transport reports every lost message to the leader concerned through
-   * `reportUnreachable` (a stream transport notices broken connections, as etcd's does).
-   * Silent drops expose a known core liveness bug (see the package README / BENCHMARKS notes):
-   * a replicate-state follower whose whole in-flight window was lost is never retried.
+   * Drops are silent (a datagram transport): no one is told that a message was lost, and
+   * snapshot sends are never reported. Default false: the transport reports every lost
+   * message to the leader concerned (`reportUnreachable`, `reportSnapshot(id, false)`) and a
+   * delivered last snapshot chunk as `reportSnapshot(id, true)` — etcd's transport contract.
+   * Silent mode exposes two core liveness bugs (see src/sim/README.md).
    */
   readonly silentDrops?: boolean;
+  /** With `trace`: also print every delivered message. */
+  readonly traceMessages?: boolean;
   /** Print a trace of fault events to this sink (debugging a replay). */
   readonly trace?: (line: string) => void;
 }
@@ -87,6 +89,19 @@ export interface SimStats {
 
 /** Simulator steps per Raft tick (message and disk delays are counted in steps). */
 export const STEPS_PER_TICK = 4;
+
+/** A compact one-line rendering of a message (for traces). */
+export function describeMessage(m: Message): string {
+  const parts = [`${m.type} ${m.from}→${m.to} t${m.term}`];
+  if (m.index !== 0 || m.logTerm !== 0) parts.push(`i${m.index}/lt${m.logTerm}`);
+  if (m.entries.length > 0) parts.push(`ents[${m.entries.map((e) => `${e.index}@${e.term}`).join(",")}]`);
+  if (m.commit !== 0) parts.push(`c${m.commit}`);
+  if (m.reject) parts.push(`REJECT hint${m.rejectHint}`);
+  if (m.snapshot !== undefined) {
+    parts.push(`snap${m.snapshot.metadata.index}@${m.snapshot.metadata.term} off${m.chunkOffset}/${m.chunkTotal}`);
+  } else if (m.type === "snap_resp") parts.push(`off${m.chunkOffset}`);
+  return parts.join(" ");
+}
 
 class Failure extends Error {
   constructor(
@@ -155,8 +170,15 @@ const EXPECTED_CODES = new Set([
 ]);
 
 /** The replay command for a seed (what a failure prints). */
-export function replayCommand(seed: number, minNodes = 3, maxNodes = 7): string {
-  return `pnpm --filter @oprc/raft-log sim --start ${seed} --seeds 1 --nodes ${minNodes}-${maxNodes} --trace`;
+export function replayCommand(
+  seed: number,
+  minNodes = 3,
+  maxNodes = 7,
+  extra: { readonly ticks?: number; readonly silentDrops?: boolean } = {},
+): string {
+  const ticks = extra.ticks !== undefined ? ` --ticks ${extra.ticks}` : "";
+  const silent = extra.silentDrops === true ? " --silent-drops" : "";
+  return `pnpm --filter @oprc/raft-log sim --start ${seed} --seeds 1 --nodes ${minNodes}-${maxNodes}${ticks}${silent} --trace`;
 }
 
 /** Cluster size of `seed` for a node range. */
@@ -177,8 +199,15 @@ export function nodesForSeed(seed: number, minNodes = 3, maxNodes = 7): number {
  * ```
  */
 export function runSimulation(options: SimOptions): SimResult {
-  const sim = new Simulation(options);
-  return sim.run();
+  // Expected refusals (no_leader, ...) are thrown as errors by the core; capturing their
+  // stacks costs more than the rest of a run, so stacks are off unless tracing.
+  const limit = Error.stackTraceLimit;
+  if (options.trace === undefined) Error.stackTraceLimit = 0;
+  try {
+    return new Simulation(options).run();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 class Simulation {
@@ -212,6 +241,7 @@ class Simulation {
   private lastLeader = 0;
   private markerApplied = false;
   private readonly trace: ((line: string) => void) | undefined;
+  private readonly traceMessages: boolean;
 
   // Per-seed profile.
   private readonly electionTick: number;
@@ -235,6 +265,8 @@ class Simulation {
   private readonly maxCheckSteps: number;
   private faultsOn = true;
   private readonly unreachable: [number, number][] = [];
+  private readonly snapStatus: [number, number, boolean][] = [];
+  private readonly reporting: boolean;
   private issuing = true;
 
   constructor(o: SimOptions) {
@@ -244,6 +276,7 @@ class Simulation {
     this.n = nodesForSeed(o.seed, min, max);
     this.rnd = createPrng(Math.imul(o.seed ^ 0x5bd1e995, 0x27d4eb2d) ^ 0x9e3779b9);
     this.trace = o.trace;
+    this.traceMessages = o.traceMessages ?? false;
     this.ticks = o.ticks ?? 100;
     this.maxCheckSteps = o.maxCheckSteps ?? 200_000;
     const r = this.rnd;
@@ -275,9 +308,11 @@ class Simulation {
       duplicate: pick([0, 0.02, 0.08]),
       maxDelay: pick([1, 3, 8, 20]),
     });
-    if (!(o.silentDrops ?? false)) {
+    this.reporting = !(o.silentDrops ?? false);
+    if (this.reporting) {
       this.net.onDrop = (m) => {
-        if (m.type === "app" || m.type === "snap" || m.type === "heartbeat") {
+        if (m.type === "snap") this.snapStatus.push([m.from, m.to, false]);
+        else if (m.type === "app" || m.type === "heartbeat") {
           this.unreachable.push([m.from, m.to]);
         } else if (m.type === "app_resp" || m.type === "snap_resp" || m.type === "heartbeat_resp") {
           this.unreachable.push([m.to, m.from]);
@@ -455,9 +490,23 @@ class Simulation {
     for (const m of this.net.due(this.now)) {
       const nd = this.node(m.to);
       if (nd.raft === undefined) continue;
+      if (this.traceMessages) this.log(describeMessage(m));
+      if (this.reporting && m.type === "snap" && m.snapshot !== undefined) {
+        // The transport saw the last chunk of a snapshot through: report it sent (etcd's
+        // ReportSnapshot contract); the leader then probes and, if needed, starts afresh.
+        if (m.chunkOffset + m.snapshot.data.byteLength >= m.chunkTotal) {
+          this.snapStatus.push([m.from, m.to, true]);
+        }
+      }
       nd.raft.step(m);
       this.drive(nd);
       active = true;
+    }
+    for (const [leader, peer, ok] of this.snapStatus.splice(0)) {
+      const nd = this.node(leader);
+      if (nd.raft?.role !== "leader") continue;
+      nd.raft.reportSnapshot(peer, ok);
+      this.drive(nd);
     }
     for (const [leader, peer] of this.unreachable.splice(0)) {
       const nd = this.node(leader);
@@ -513,6 +562,12 @@ class Simulation {
     while (nd.raft !== undefined && nd.inflight === undefined && nd.raft.hasReady()) {
       const raft = nd.raft;
       const rd = raft.ready();
+      if (this.traceMessages) {
+        const st = raft.status();
+        this.log(
+          `ready ${nd.id}: ents[${rd.entries.map((e) => `${e.index}@${e.term}`).join(",")}]${rd.snapshot !== undefined ? ` snap${rd.snapshot.metadata.index}` : ""}${rd.hardState !== undefined ? ` hs${rd.hardState.term}/${rd.hardState.vote}/${rd.hardState.commit}` : ""} apply${rd.committedEntries.length} msgs${rd.messages.length} sync${rd.mustSync} (log [${st.firstIndex},${st.lastIndex}] c${st.commit}; store [${nd.store.firstIndex()},${nd.store.lastIndex()}] snap${nd.store.snapshot().metadata.index})`,
+        );
+      }
       const persist =
         rd.snapshot !== undefined || rd.entries.length > 0 || rd.hardState !== undefined;
       if (persist) {
@@ -843,6 +898,12 @@ class Simulation {
     for (; this.now < bound && !this.markerApplied; this.now++) {
       this.step();
       if (this.now % STEPS_PER_TICK !== 0) continue;
+      // Normal operation continues: nodes snapshot now and then. (A leader can only send its
+      // stored snapshot; one older than the conf change that added a follower is refused by
+      // that follower, so without a newer snapshot it could never catch up.)
+      if ((this.now / STEPS_PER_TICK) % this.electionTick === 0) {
+        for (const nd of this.nodes) this.compact(nd);
+      }
       const leader = this.leaderNode();
       const retry = proposedAt < 0 || this.now - proposedAt > this.electionTick * STEPS_PER_TICK * 2;
       if (leader?.raft !== undefined && retry) {

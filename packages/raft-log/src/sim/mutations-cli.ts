@@ -1,0 +1,102 @@
+// Mutation validation of the simulator (spec/raft.md, "Beyond scenarios" 3): for each
+// reintroduced bug, copy src/ to a temporary directory, patch the core, and run the simulator
+// of the copy until a seed fails. Usage (from the package directory):
+//   pnpm --filter @oprc/raft-log mutations [--seeds 1000] [--only name,...] [--jobs 2]
+import { spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { MUTATIONS, type Mutation, mutatedCopy } from "./mutations.js";
+
+const { values } = parseArgs({
+  options: {
+    seeds: { type: "string", default: "1000" },
+    start: { type: "string", default: "1" },
+    only: { type: "string" },
+    jobs: { type: "string", default: "2" },
+  },
+});
+const here = dirname(fileURLToPath(import.meta.url));
+const srcDir = join(here, "..");
+const hooks = join(here, "..", "..", "scripts", "ts-hooks.mjs");
+const only = values.only?.split(",");
+const todo = MUTATIONS.filter((m) => only === undefined || only.includes(m.name));
+
+interface Outcome {
+  name: string;
+  caught: boolean;
+  seed?: number;
+  check?: string;
+  message?: string;
+  seedsRun: number;
+  secs: number;
+}
+
+function runOne(m: Mutation): Promise<Outcome> {
+  const { src, cleanup } = mutatedCopy(srcDir, m);
+  const args = [
+    "--experimental-transform-types",
+    "--disable-warning=ExperimentalWarning",
+    "--import",
+    hooks,
+    join(src, "sim", "cli.ts"),
+    "--seeds",
+    values.seeds ?? "1000",
+    "--start",
+    values.start ?? "1",
+    "--stop-on-failure",
+    "--json",
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.on("error", reject);
+    child.on("close", () => {
+      cleanup();
+      const line = out.trim().split("\n").pop() ?? "{}";
+      try {
+        const r = JSON.parse(line) as {
+          failures: number;
+          secs: number;
+          start: number;
+          first: { seed: number; check: string; message: string }[];
+        };
+        const f = r.first[0];
+        resolve({
+          name: m.name,
+          caught: f !== undefined,
+          seedsRun: f !== undefined ? f.seed - r.start + 1 : Number(values.seeds),
+          secs: r.secs,
+          ...(f !== undefined ? { seed: f.seed, check: f.check, message: f.message } : {}),
+        });
+      } catch {
+        reject(new Error(`mutation ${m.name}: unreadable simulator output: ${out.slice(-500)}`));
+      }
+    });
+  });
+}
+
+const results: Outcome[] = [];
+const queue = [...todo];
+const workers = Array.from({ length: Math.max(1, Number(values.jobs)) }, async () => {
+  for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
+    const r = await runOne(m);
+    results.push(r);
+    console.log(
+      r.caught
+        ? `CAUGHT ${r.name}: seed ${r.seed} (${r.seedsRun} seeds, ${r.secs.toFixed(1)}s) by ${r.check}: ${r.message?.split("\n")[0]}`
+        : `MISSED ${r.name}: no failure in ${r.seedsRun} seeds (${r.secs.toFixed(1)}s)`,
+    );
+  }
+});
+await Promise.all(workers);
+console.log("\n| mutation | caught | first seed | check |\n| --- | --- | --- | --- |");
+for (const m of todo) {
+  const r = results.find((x) => x.name === m.name);
+  if (r === undefined) continue;
+  console.log(`| ${r.name} | ${r.caught ? "yes" : "NO"} | ${r.seed ?? "-"} | ${r.check ?? "-"} |`);
+}
+process.exitCode = results.every((r) => r.caught) ? 0 : 1;
