@@ -5,6 +5,7 @@
 // decode. Property-tested against protobuf-es in entry-record-codec.test.ts.
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { EntryRecordSchema, type ValData } from "@oprc/grpc-api";
+import { FALLBACK, FAST_MAX, FastReader, fastU64, varintSize, writeVarint } from "./proto-fast.js";
 
 /** A decoded entry record. */
 export interface EntryRecordFields {
@@ -14,26 +15,6 @@ export interface EntryRecordFields {
   version: bigint;
   /** Time of the entry's last mutation (ms). */
   updatedAtMs: bigint;
-}
-
-const TWO_49 = 2 ** 49;
-
-function varintSize(n: number): number {
-  let size = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 128);
-    size++;
-  }
-  return size;
-}
-
-function writeVarint(out: Uint8Array, pos: number, n: number): number {
-  while (n >= 0x80) {
-    out[pos++] = (n % 128) | 0x80;
-    n = Math.floor(n / 128);
-  }
-  out[pos++] = n;
-  return pos;
 }
 
 function slow(value: ValData, version: bigint, updatedAtMs: bigint): Uint8Array {
@@ -48,10 +29,8 @@ export function encodeEntryRecord(
 ): Uint8Array {
   const type = value.type as number;
   if (
-    version < 0n ||
-    version >= BigInt(Number.MAX_SAFE_INTEGER) ||
-    updatedAtMs < 0n ||
-    updatedAtMs >= BigInt(Number.MAX_SAFE_INTEGER) ||
+    !fastU64(version) ||
+    !fastU64(updatedAtMs) ||
     !Number.isInteger(type) ||
     type < 0 ||
     type > 0x7fffffff ||
@@ -96,48 +75,29 @@ export function encodeEntryRecord(
   return out;
 }
 
-/** Thrown inside the fast path to fall back to protobuf-es. */
-const FALLBACK = Symbol("fallback");
-
-let pos = 0;
-
-/** Reads a varint of at most 7 bytes (< 2^49) at `pos`, else falls back. */
-function readVarint(bytes: Uint8Array, end: number): number {
-  let result = 0;
-  let scale = 1;
-  for (let i = 0; i < 7; i++) {
-    if (pos >= end) throw FALLBACK;
-    const b = bytes[pos++] as number;
-    result += (b & 0x7f) * scale;
-    if (b < 0x80) return result;
-    scale *= 128;
-  }
-  throw FALLBACK;
-}
-
 function fast(bytes: Uint8Array): EntryRecordFields {
-  pos = 0;
+  const r = new FastReader(bytes);
   const end = bytes.length;
   let value: ValData | undefined;
   let version = -1;
   let updated = -1;
-  while (pos < end) {
-    const tag = bytes[pos++] as number;
+  while (r.pos < end) {
+    const tag = bytes[r.pos++] as number;
     if (tag === 0x0a && value === undefined) {
-      const len = readVarint(bytes, end);
-      const stop = pos + len;
+      const len = r.varint(end);
+      const stop = r.pos + len;
       if (stop > end) throw FALLBACK;
       let data: Uint8Array | undefined;
       let type = -1;
-      while (pos < stop) {
-        const t = bytes[pos++] as number;
+      while (r.pos < stop) {
+        const t = bytes[r.pos++] as number;
         if (t === 0x0a && data === undefined) {
-          const n = readVarint(bytes, stop);
-          if (pos + n > stop) throw FALLBACK;
-          data = bytes.slice(pos, pos + n);
-          pos += n;
+          const n = r.varint(stop);
+          if (r.pos + n > stop) throw FALLBACK;
+          data = bytes.slice(r.pos, r.pos + n);
+          r.pos += n;
         } else if (t === 0x10 && type === -1) {
-          type = readVarint(bytes, stop);
+          type = r.varint(stop);
           if (type > 0x7fffffff) throw FALLBACK;
         } else {
           throw FALLBACK;
@@ -149,14 +109,14 @@ function fast(bytes: Uint8Array): EntryRecordFields {
         type: type === -1 ? 0 : type,
       } as ValData;
     } else if (tag === 0x10 && version === -1) {
-      version = readVarint(bytes, end);
+      version = r.varint(end);
     } else if (tag === 0x18 && updated === -1) {
-      updated = readVarint(bytes, end);
+      updated = r.varint(end);
     } else {
       throw FALLBACK;
     }
   }
-  if (version >= TWO_49 || updated >= TWO_49) throw FALLBACK;
+  if (version >= FAST_MAX || updated >= FAST_MAX) throw FALLBACK;
   return {
     value,
     version: BigInt(version === -1 ? 0 : version),

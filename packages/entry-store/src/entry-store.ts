@@ -24,7 +24,6 @@ import {
   ObjDataSchema,
   type ObjectEvent,
   type ObjectMetaRecord,
-  ObjectMetaRecordSchema,
   type ValData,
   ValDataSchema,
   ValType,
@@ -672,7 +671,7 @@ class EntryStoreImpl implements EntryStore {
           ops.push({ type: "del", keyspace: "objects", key: info.storageKey });
         }
       }
-      const meta = create(ObjectMetaRecordSchema, {
+      const meta = encodeMeta({
         objectVersion: versionAfter,
         tombstone: !liveAfter,
         entryCount,
@@ -680,7 +679,7 @@ class EntryStoreImpl implements EntryStore {
         updatedAtMs: nowMs,
         attributes: loaded.meta?.attributes ?? {},
       });
-      ops.push({ type: "put", keyspace: "objects", key: metaKey, value: encodeMeta(meta) });
+      ops.push({ type: "put", keyspace: "objects", key: metaKey, value: meta });
       if (eventAfter !== undefined) {
         if (plan.event !== undefined || loaded.blob !== undefined) {
           ops.push({
@@ -1286,14 +1285,14 @@ class EntryStoreImpl implements EntryStore {
         type: "put",
         keyspace: "objects",
         key: metaKey,
-        value: encodeMeta(
-          create(ObjectMetaRecordSchema, {
-            objectVersion: 0n,
-            entryCount: BigInt(entries.size),
-            createdAtMs: nowMs,
-            updatedAtMs: nowMs,
-          }),
-        ),
+        value: encodeMeta({
+          objectVersion: 0n,
+          tombstone: false,
+          entryCount: BigInt(entries.size),
+          createdAtMs: nowMs,
+          updatedAtMs: nowMs,
+          attributes: {},
+        }),
       });
       if (blob.event !== undefined) {
         ops.push({

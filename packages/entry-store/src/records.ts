@@ -5,7 +5,6 @@ import {
   type ObjectEvent,
   ObjectEventSchema,
   type ObjectMetaRecord,
-  ObjectMetaRecordSchema,
   type ShardCountersRecord,
   ShardCountersRecordSchema,
   type ValData,
@@ -16,13 +15,10 @@ import {
   type EntryRecordFields,
   encodeEntryRecord,
 } from "./entry-record-codec.js";
+import { decodeMetaRecord, encodeMetaRecord, type MetaFields } from "./meta-record-codec.js";
 import { StoreError } from "./store-error.js";
 
-type AnySchema =
-  | typeof ObjectMetaRecordSchema
-  | typeof ObjectEventSchema
-  | typeof ObjDataSchema
-  | typeof ShardCountersRecordSchema;
+type AnySchema = typeof ObjectEventSchema | typeof ObjDataSchema | typeof ShardCountersRecordSchema;
 
 function decode<T>(schema: AnySchema, bytes: Uint8Array, key: Uint8Array, what: string): T {
   try {
@@ -35,9 +31,16 @@ function decode<T>(schema: AnySchema, bytes: Uint8Array, key: Uint8Array, what: 
   }
 }
 
-/** Decodes an `ObjectMetaRecord`, or throws `corrupt_record` naming `key`. */
+/** Decodes an `ObjectMetaRecord` (fast path), or throws `corrupt_record` naming `key`. */
 export function decodeMeta(bytes: Uint8Array, key: Uint8Array): ObjectMetaRecord {
-  return decode<ObjectMetaRecord>(ObjectMetaRecordSchema, bytes, key, "metadata");
+  try {
+    return decodeMetaRecord(bytes);
+  } catch (err) {
+    throw new StoreError("corrupt_record", `metadata record at key ${toHex(key)} does not decode`, {
+      cause: err,
+      key: key.slice(),
+    });
+  }
 }
 
 /** Decodes an `EntryRecord` (fast path), or throws `corrupt_record` naming `key`. */
@@ -67,9 +70,9 @@ export function decodeCounters(bytes: Uint8Array, key: Uint8Array): ShardCounter
   return decode<ShardCountersRecord>(ShardCountersRecordSchema, bytes, key, "shard counters");
 }
 
-/** Encodes an `ObjectMetaRecord`. */
-export function encodeMeta(meta: ObjectMetaRecord): Uint8Array {
-  return toBinary(ObjectMetaRecordSchema, meta);
+/** Encodes an `ObjectMetaRecord` (fast path). */
+export function encodeMeta(meta: MetaFields): Uint8Array {
+  return encodeMetaRecord(meta);
 }
 
 /** Encodes an entry record for `value` at object version `version` (fast path). */
