@@ -1,5 +1,5 @@
 import { EventType } from "@oprc/grpc-api";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { fnTarget, mutation, objectEvent, payloadOf, recordingSink } from "../test/fixtures.js";
 import type { DispatcherEvent } from "./dispatcher-event.js";
 import { createEventDispatcher, type EnqueueResult } from "./event-dispatcher.js";
@@ -351,6 +351,30 @@ describe("EventDispatcher triggers", () => {
     expect(signals).toHaveLength(3);
     expect(signals.every((s) => s.aborted)).toBe(true);
     await d.close();
+  });
+
+  it("holds no timer once every asynchronous dispatch has settled", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      let release: () => void = () => {};
+      const sink: TriggerSink = {
+        dispatch: () =>
+          new Promise<void>((resolve) => {
+            release = resolve;
+          }),
+      };
+      const d = createEventDispatcher({ sink });
+      const config = objectEvent({ dataStr: { a: { onCreate: [fnTarget("f")] } } });
+      d.tryEnqueue(mutation([["a", "create"]], { eventConfig: config }));
+      await vi.waitFor(() => expect(vi.getTimerCount()).toBe(1));
+      release();
+      await d.idle();
+      expect(vi.getTimerCount()).toBe(0);
+      expect(d.metrics().triggersDispatched).toBe(1);
+      await d.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("stops trigger chains past the depth limit and counts them", async () => {

@@ -322,6 +322,14 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
     if (rec.done) return;
     rec.done = true;
     inflight.delete(rec);
+    if (inflight.size === 0 && timer !== undefined) {
+      // Nothing left to time out: drop the timer so an idle or closed dispatcher holds no
+      // handle that keeps the process alive.
+      clearTimeout(timer);
+      timer = undefined;
+      deadlines = [];
+      deadlineHead = 0;
+    }
     if (outcome === "ok") succeeded(rec.invocation);
     else {
       if (outcome === "timeout") rec.controller?.abort(err);

@@ -7,23 +7,38 @@
 // protobuf-es on generated inputs, and a golden vector against an independent encoder.
 import { Buffer } from "node:buffer";
 
-/** The EventInfo fields the encoders read (a generated `EventInfo` is assignable). */
+/**
+ * The `EventInfo` fields the encoders read, as plain data (a generated `EventInfo` is
+ * assignable). Field meanings are those of `oprc.EventInfo` (spec §6).
+ */
 export interface EventInfoFields {
+  /** `source_cls_id` (1). */
   readonly sourceClsId: string;
+  /** `source_partition_id` (2). */
   readonly sourcePartitionId: number;
+  /** `source_object_id` (3): the u64 id, 0 for string ids. */
   readonly sourceObjectId: bigint;
+  /** `event_type` (4): an `EventType` value. */
   readonly eventType: number;
+  /** `fn_id` (5), function events only. */
   readonly fnId?: string | undefined;
+  /** `key` (6), numeric entry keys only. */
   readonly key?: number | undefined;
+  /** `timestamp` (7), ms since the epoch. */
   readonly timestamp: bigint;
+  /** `context` (8). */
   readonly context: Readonly<Record<string, string>>;
+  /** `source_object_id_str` (9). */
   readonly sourceObjectIdStr?: string | undefined;
+  /** `key_str` (10), string entry keys only. */
   readonly keyStr?: string | undefined;
 }
 
-/** The TriggerPayload fields the encoders read (a generated `TriggerPayload` is assignable). */
+/** The `TriggerPayload` fields the encoders read (a generated `TriggerPayload` is assignable). */
 export interface TriggerPayloadFields {
+  /** `event_info` (1). */
   readonly eventInfo?: EventInfoFields | undefined;
+  /** `original_payload` (3). */
   readonly originalPayload?: Uint8Array | undefined;
 }
 
