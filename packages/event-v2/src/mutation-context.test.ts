@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { objectEvent } from "../test/fixtures.js";
 import { isEventV2Error } from "./event-v2-error.js";
 import {
   changedKey,
@@ -53,6 +54,21 @@ describe("mutationContextFromResult", () => {
       changed,
       eventConfig: undefined,
     });
+  });
+
+  it("takes the event config from the result unless the target gives one", () => {
+    const fromStore = objectEvent({ dataStr: { a: {} } });
+    const fromTarget = objectEvent({});
+    const result = {
+      versionBefore: 0n,
+      versionAfter: 1n,
+      changed: [changedKey("a", "create")],
+      eventConfig: fromStore,
+    };
+    expect(mutationContextFromResult(result, target)?.eventConfig).toBe(fromStore);
+    expect(
+      mutationContextFromResult(result, { ...target, eventConfig: fromTarget })?.eventConfig,
+    ).toBe(fromTarget);
   });
 
   it("returns undefined when nothing changed (idempotent delete, empty batch)", () => {

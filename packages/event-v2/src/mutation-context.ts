@@ -50,6 +50,11 @@ export interface MutationResultLike {
   readonly versionAfter: bigint;
   /** The changed entries (canonical string keys; numeric keys as decimal). */
   readonly changed: readonly ChangedKey[];
+  /**
+   * The event config in effect for the mutation, when the store reports it; used when
+   * {@link MutationTarget.eventConfig} is not given.
+   */
+  readonly eventConfig?: ObjectEvent | undefined;
 }
 
 /** The object a mutation applies to, for {@link mutationContextFromResult}. */
@@ -60,7 +65,7 @@ export interface MutationTarget {
   readonly clsId: string;
   /** The partition id. */
   readonly partitionId: number;
-  /** The object's `ObjectEvent` (trigger configuration), if it has one. */
+  /** The object's `ObjectEvent` (trigger configuration); default `result.eventConfig`. */
   readonly eventConfig?: ObjectEvent | undefined;
 }
 
@@ -144,6 +149,6 @@ export function mutationContextFromResult(
     versionBefore: result.versionBefore,
     versionAfter: result.versionAfter,
     changed,
-    eventConfig: target.eventConfig ?? undefined,
+    eventConfig: target.eventConfig ?? result.eventConfig,
   };
 }
