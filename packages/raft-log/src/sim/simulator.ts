@@ -489,7 +489,10 @@ class Simulation {
     }
     for (const m of this.net.due(this.now)) {
       const nd = this.node(m.to);
-      if (nd.raft === undefined) continue;
+      if (nd.raft === undefined) {
+        this.net.onDrop?.(m); // the receiver is down: the transport notices
+        continue;
+      }
       if (this.traceMessages) this.log(describeMessage(m));
       if (this.reporting && m.type === "snap" && m.snapshot !== undefined) {
         // The transport saw the last chunk of a snapshot through: report it sent (etcd's
@@ -541,9 +544,13 @@ class Simulation {
         this.log(`leader ${st.id} term ${st.term}`);
       }
       const inc = nd.id * 1000 + nd.incarnation;
+      const status: RaftStatus = { ...st, id: inc };
+      // One slice of the whole retained log per check (the checker reads every index).
+      const first = st.firstIndex;
+      const ents = st.lastIndex >= first ? raft.log.slice(first, st.lastIndex + 1) : [];
       subjects.push({
-        status: (): RaftStatus => ({ ...st, id: inc }),
-        entryAt: (i) => raft.entryAt(i),
+        status: (): RaftStatus => status,
+        entryAt: (i) => (i < first ? undefined : ents[i - first]),
       });
     }
     try {
