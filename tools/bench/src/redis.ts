@@ -1,0 +1,116 @@
+import { existsSync } from "node:fs";
+import net from "node:net";
+import { Redis } from "ioredis";
+import { CALL_TIMEOUT_MS } from "./clients.js";
+import { type Child, startChild } from "./processes.js";
+
+/** Where Debian installs it (`apt-get install redis-server`). */
+export const REDIS_SERVER: string = process.env.BENCH_REDIS_SERVER ?? "/usr/bin/redis-server";
+
+/** Whether the redis-server binary is present. */
+export function redisAvailable(): boolean {
+  return existsSync(REDIS_SERVER);
+}
+
+/** A free TCP port on 127.0.0.1 (bound and released). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const addr = s.address();
+      const port = typeof addr === "object" && addr !== null ? addr.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A redis-server the harness started, and a client of it. */
+export interface RedisInstance {
+  readonly child: Child;
+  readonly client: Redis;
+  /** `used_memory` from `INFO memory` (bytes). */
+  usedMemory(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts redis-server on 127.0.0.1 with a random port and no persistence (no RDB
+ * snapshots, no AOF), and connects one ioredis client (commands from concurrent callers
+ * are pipelined on its one connection, as gRPC calls share one HTTP/2 session).
+ */
+export async function startRedis(name: string): Promise<RedisInstance> {
+  const port = await freePort();
+  const child = await startChild({
+    name,
+    command: REDIS_SERVER,
+    args: [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--protected-mode",
+      "yes",
+      "--daemonize",
+      "no",
+      "--dir",
+      "/tmp",
+      "--dbfilename",
+      `bench-never-written-${port}.rdb`,
+    ],
+    ready: /Ready to accept connections/,
+    timeoutMs: 20_000,
+  });
+  const client = new Redis({
+    host: "127.0.0.1",
+    port,
+    lazyConnect: false,
+    enableAutoPipelining: false,
+    commandTimeout: CALL_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+  });
+  await client.ping();
+  return {
+    child,
+    client,
+    async usedMemory() {
+      const info = await client.info("memory");
+      const m = /used_memory:(\d+)/.exec(info);
+      return m?.[1] === undefined ? Number.NaN : Number(m[1]);
+    },
+    async stop() {
+      client.disconnect();
+      await child.stop(5_000);
+    },
+  };
+}
+
+/**
+ * Loads the same shape of data as the odgm data set: hashes `h:1..h:<objects>` with
+ * fields `f0..f<n-1>` (16-byte values), `big` with 256 fields and `list100` with 100,
+ * through pipelines of 1000 commands.
+ */
+export async function preloadRedis(
+  client: Redis,
+  objects: number,
+  entriesPerObject: number,
+  value: (seed: number) => Buffer,
+): Promise<void> {
+  const hash = (n: number, seed: number): (string | Buffer)[] => {
+    const args: (string | Buffer)[] = [];
+    for (let k = 0; k < n; k++) args.push(`f${k}`, value(seed + k));
+    return args;
+  };
+  await client.hset("big", ...hash(256, 0));
+  await client.hset("list100", ...hash(100, 0));
+  for (let base = 1; base <= objects; base += 1000) {
+    const p = client.pipeline();
+    for (let i = base; i < base + 1000 && i <= objects; i++)
+      p.hset(`h:${i}`, ...hash(entriesPerObject, i));
+    await p.exec();
+  }
+}

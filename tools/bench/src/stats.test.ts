@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { pairedRatio, percentile, percentileSorted, ratio, spread } from "./stats.js";
+
+describe("percentile (nearest rank)", () => {
+  it("picks the smallest value with p% at or below it", () => {
+    expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);
+    expect(percentile([5, 1, 3, 2, 4], 0)).toBe(1);
+    expect(percentile([5, 1, 3, 2, 4], 100)).toBe(5);
+    const hundred = Array.from({ length: 100 }, (_, i) => 100 - i); // 100..1, unsorted
+    expect(percentile(hundred, 99)).toBe(99);
+    expect(percentile(hundred, 50)).toBe(50);
+    expect(percentile(hundred, 99.5)).toBe(100);
+  });
+  it("does not reorder its input and agrees with percentileSorted", () => {
+    const v = [3, 1, 2];
+    expect(percentile(v, 50)).toBe(2);
+    expect(v).toEqual([3, 1, 2]);
+    expect(percentileSorted([1, 2, 3], 50)).toBe(2);
+  });
+  it("is NaN for no values and rejects out-of-range p", () => {
+    expect(percentile([], 50)).toBeNaN();
+    expect(() => percentile([1], 101)).toThrow(RangeError);
+  });
+});
+
+describe("spread and ratios", () => {
+  it("summarizes min/median/max, ignoring non-finite values", () => {
+    expect(spread([3, 1, 2])).toEqual({ min: 1, median: 2, max: 3 });
+    expect(spread([4, 1, 3, 2])).toEqual({ min: 1, median: 2.5, max: 4 });
+    expect(spread([Number.NaN, 7])).toEqual({ min: 7, median: 7, max: 7 });
+    expect(spread([]).median).toBeNaN();
+  });
+  it("divides safely", () => {
+    expect(ratio(6, 3)).toBe(2);
+    expect(ratio(1, 0)).toBeNaN();
+    expect(ratio(undefined, 1)).toBeNaN();
+  });
+  it("pairs ratios per round and skips rounds missing on either side", () => {
+    // round 0: 2/1, round 1: missing baseline, round 2: 9/3
+    expect(pairedRatio([2, 5, 9], [1, undefined, 3])).toEqual({ min: 2, median: 2.5, max: 3 });
+    // paired ratios differ from the ratio of medians when rounds drift together
+    expect(pairedRatio([10, 20, 40], [10, 20, 40]).median).toBe(1);
+  });
+});

@@ -1,0 +1,68 @@
+/** Summary of one number measured once per round: the spread the tables print. */
+export interface Spread {
+  /** Smallest value over the rounds. */
+  readonly min: number;
+  /** Median over the rounds (mean of the middle two for an even count). */
+  readonly median: number;
+  /** Largest value over the rounds. */
+  readonly max: number;
+}
+
+/**
+ * The `p`-th percentile (0–100) of `values` by the nearest-rank method on a sorted copy:
+ * the smallest value with at least `p`% of the values at or below it. `NaN` for no values.
+ *
+ * @example
+ * percentile([5, 1, 3, 2, 4], 50); // 3
+ */
+export function percentile(values: ArrayLike<number>, p: number): number {
+  if (!(p >= 0 && p <= 100)) throw new RangeError(`percentile must be 0..100, got ${p}`);
+  const n = values.length;
+  if (n === 0) return Number.NaN;
+  const sorted = Float64Array.from(values as ArrayLike<number>).sort();
+  const rank = Math.max(1, Math.ceil((p / 100) * n));
+  return sorted[rank - 1] as number;
+}
+
+/** Percentiles of an already sorted array (no copy): nearest rank, as {@link percentile}. */
+export function percentileSorted(sorted: ArrayLike<number>, p: number): number {
+  const n = sorted.length;
+  if (n === 0) return Number.NaN;
+  const rank = Math.max(1, Math.ceil((p / 100) * n));
+  return sorted[rank - 1] as number;
+}
+
+/** Min / median / max of the finite values in `values`; all `NaN` when there are none. */
+export function spread(values: readonly number[]): Spread {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return { min: Number.NaN, median: Number.NaN, max: Number.NaN };
+  const mid = v.length >> 1;
+  const median =
+    v.length % 2 === 1 ? (v[mid] as number) : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
+  return { min: v[0] as number, median, max: v[v.length - 1] as number };
+}
+
+/** `a / b`, or `NaN` when either is missing, not finite, or `b` is 0. */
+export function ratio(a: number | undefined, b: number | undefined): number {
+  if (a === undefined || b === undefined) return Number.NaN;
+  if (!Number.isFinite(a) || !Number.isFinite(b) || b === 0) return Number.NaN;
+  return a / b;
+}
+
+/**
+ * Paired ratios: `a[i] / b[i]` for each round `i` measured in both (subject and baseline
+ * measured in the same round, so drift of the machine affects both), summarized as a
+ * {@link Spread}. Rounds missing on either side are skipped.
+ */
+export function pairedRatio(
+  a: readonly (number | undefined)[],
+  b: readonly (number | undefined)[],
+): Spread {
+  const out: number[] = [];
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const r = ratio(a[i], b[i]);
+    if (Number.isFinite(r)) out.push(r);
+  }
+  return spread(out);
+}
