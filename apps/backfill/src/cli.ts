@@ -62,6 +62,7 @@ interface ParsedFlags {
   verify?: boolean;
   throttle?: number;
   checkpoint?: string;
+  checkpointInterval: number;
   json?: boolean;
   progress: boolean;
   syncEachObject?: boolean;
@@ -124,6 +125,11 @@ function buildProgram(io: CliIo): Command {
         "--checkpoint <file>",
         "online: keep progress in this JSON file (default: resume by listing the remaining blobs); offline runs keep it in the database",
       ).conflicts("dataDir"),
+    )
+    .addOption(
+      new Option("--checkpoint-interval <ms>", "save the checkpoint at least this often")
+        .argParser(integer(1, 3_600_000))
+        .default(1000),
     )
     .option("--sync-each-object", "offline: sync the write-ahead log after every object (slower)")
     .option("--json", "print the summary as JSON on stdout")
@@ -265,6 +271,7 @@ export async function runCli(
     verify: flags.verify === true,
     throttle: flags.throttle,
     checkpoint: flags.checkpoint,
+    checkpointIntervalMs: flags.checkpointInterval,
     syncEachObject: flags.syncEachObject === true,
     signal: io.signal,
     onProgress: reporter === undefined ? undefined : (p) => reporter.update(p),

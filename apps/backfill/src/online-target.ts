@@ -159,10 +159,13 @@ class OnlineTarget implements ConversionTarget {
   /** The object's version from ListObjects, or `undefined` when it does not exist. */
   private async versionOf(id: string): Promise<bigint | undefined> {
     const req = create(ListObjectsRequestSchema, { ...this.shard, objectIdPrefix: id, limit: 1 });
+    let version: bigint | undefined;
+    // Read the stream to its end (one item): leaving an HTTP/2 stream half-read keeps the
+    // session, and with it the process, alive.
     for await (const o of this.data.listObjects(req)) {
-      if (o.objectId === id) return o.version;
+      if (o.objectId === id) version = o.version;
     }
-    return undefined;
+    return version;
   }
 
   async countEntries(ids: readonly bigint[]): Promise<number> {
@@ -309,15 +312,14 @@ class OnlineTarget implements ConversionTarget {
             }
           } while (entryCursor !== undefined);
           report.entries += Number(count);
-          // A concurrent write between the listing and this read can change the count:
-          // re-read the metadata before calling it inconsistent.
           if (count !== o.entryCount) {
-            const again = await this.versionOf(o.id);
-            if (again === o.version) {
-              bad ??= `metadata counts ${o.entryCount} entries, ${count} are stored`;
-            }
+            bad ??= `metadata counts ${o.entryCount} entries, ${count} are stored`;
           }
-          if (bad !== undefined) report.problems.push({ id: o.id, message: bad });
+          // A client write between the listing and this read changes versions and counts:
+          // only an object whose version is still the listed one can be inconsistent.
+          if (bad !== undefined && (await this.versionOf(o.id)) === o.version) {
+            report.problems.push({ id: o.id, message: bad });
+          }
         } catch (err) {
           report.problems.push({ id: o.id, message: `unreadable: ${messageOf(err)}` });
         }

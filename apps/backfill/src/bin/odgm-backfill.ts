@@ -23,3 +23,6 @@ process.exitCode = await runCli(process.argv.slice(2), {
   stderr: process.stderr,
   signal: controller.signal,
 });
+// The run is over and its resources are closed; should a library handle (an HTTP/2
+// session, say) still hold the event loop, do not hang a finished command on it.
+setTimeout(() => process.exit(), 2000).unref();
