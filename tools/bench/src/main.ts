@@ -1,7 +1,7 @@
 // The whole-product benchmark: odgm (real child process, RocksDB, sync on) over gRPC and
 // REST, against baselines measured in the same run, round-robin over several rounds.
 // Run: npx -y pnpm@10.34.9 --filter @oprc/bench bench [-- --quick | --full]
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,6 +20,7 @@ import {
   preloadOdgm,
 } from "./preload.js";
 import { type Child, killAllChildren, rssBytes, startChild } from "./processes.js";
+import { profileShares } from "./profile.js";
 import {
   preloadRedis,
   REDIS_SERVER,
@@ -40,6 +41,7 @@ const { values: args } = parseArgs({
     "duration-ms": { type: "string" },
     out: { type: "string" },
     only: { type: "string" },
+    profile: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -106,11 +108,16 @@ function odgmBin(): string {
     : path.join(path.dirname(index), "bin", "odgm.js");
 }
 
-async function startOdgm(name: string, dataDir: string): Promise<{ child: Child; url: string }> {
+async function startOdgm(
+  name: string,
+  dataDir: string,
+  profileDir?: string,
+): Promise<{ child: Child; url: string }> {
+  const prof = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`];
   const child = await startChild({
     name,
     command: process.execPath,
-    args: [...NODE_FLAGS, odgmBin()],
+    args: [...NODE_FLAGS, ...prof, odgmBin()],
     env: {
       ODGM_DATA_DIR: dataDir,
       ODGM_HTTP_HOST: "127.0.0.1",
@@ -308,7 +315,8 @@ async function main(): Promise<void> {
       loads.push({ size, dir, report, diskAfterLoad: dirBytes(dir) });
     }
 
-    const odgm = await startOdgm("odgm-1k", mainDir);
+    const profileDir = args.profile ? path.join(tmp, "profile") : undefined;
+    const odgm = await startOdgm("odgm-1k", mainDir, profileDir);
     children.push(odgm.child);
     log(`odgm (1k objects) listening at ${odgm.url}, pid ${odgm.child.pid}`);
     const scaled: { size: number; child: Child; url: string; idleRss: number }[] = [];
@@ -488,9 +496,26 @@ async function main(): Promise<void> {
       });
     }
 
+    // With --profile: stop the 1k node now so V8 writes its CPU profile, and summarize it.
+    let profile: { bucket: string; share: number }[] | undefined;
+    if (profileDir !== undefined) {
+      await odgm.child.stop();
+      const files = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"));
+      const file = files[0];
+      if (file !== undefined) {
+        profile = profileShares(JSON.parse(readFileSync(path.join(profileDir, file), "utf8")));
+      } else {
+        log("no CPU profile was written by odgm");
+      }
+    }
+
     const info: RunInfo = {
       mode,
-      command: `npx -y pnpm@10.34.9 --filter @oprc/bench bench${mode === "default" ? "" : ` -- --${mode}`}`,
+      command: `npx -y pnpm@10.34.9 --filter @oprc/bench bench${process.argv
+        .slice(2)
+        .filter((a) => a !== "--")
+        .map((a) => ` ${/^[\w@.=/:-]+$/.test(a) ? a : `'${a}'`}`)
+        .join("")}`,
       date: new Date(started).toISOString(),
       machine,
       loadEnd: os.loadavg(),
@@ -502,8 +527,9 @@ async function main(): Promise<void> {
       entriesPerObject: ENTRIES_PER_OBJECT,
       redis: redisAvailable() ? REDIS_SERVER : undefined,
       totalSeconds: (Date.now() - started) / 1000,
+      only: args.only,
     };
-    const doc = buildResultsMarkdown(info, results, scaleInfo);
+    const doc = buildResultsMarkdown(info, results, scaleInfo, profile);
     writeFileSync(outFile, doc);
     process.stdout.write(`\n${doc}\n`);
     log(`wrote ${outFile} (load average now ${fmtLoad(info.loadEnd)})`);

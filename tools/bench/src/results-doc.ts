@@ -28,6 +28,8 @@ export interface RunInfo {
   /** Path of redis-server, or undefined when it was not found. */
   readonly redis: string | undefined;
   readonly totalSeconds: number;
+  /** The `--only` filter, if any. */
+  readonly only: string | undefined;
 }
 
 /** Storage and memory figures of one data size. */
@@ -277,6 +279,7 @@ export function buildResultsMarkdown(
   info: RunInfo,
   results: Results,
   scale: readonly ScaleInfo[],
+  profile?: readonly { bucket: string; share: number }[],
 ): string {
   const m = info.machine;
   const parts: string[] = [];
@@ -323,6 +326,7 @@ export function buildResultsMarkdown(
             ? "not measured (redis-server not found)"
             : `${info.redis}, no RDB/AOF, ioredis client, one connection`,
         ],
+        ["subjects", info.only === undefined ? "all" : `only keys matching \`${info.only}\``],
         ["total time", `${fmt(info.totalSeconds)} s`],
       ],
     ),
@@ -347,5 +351,16 @@ export function buildResultsMarkdown(
   for (const t of pairTables(info)) parts.push(renderPairTable(t, results));
   parts.push("### Storage and memory by data size\n");
   parts.push(renderMemoryTable(scale));
+  if (profile !== undefined) {
+    parts.push("\n### Where the 1k node's CPU went (V8 CPU profile of the whole run, busy time)\n");
+    const top = profile.slice(0, 15);
+    parts.push(
+      renderTable(
+        ["code", "share of busy self time"],
+        top.map((p) => [p.bucket, `${(p.share * 100).toFixed(1)}%`]),
+        [1],
+      ),
+    );
+  }
   return `${parts.join("\n")}\n`;
 }
