@@ -5,7 +5,12 @@ import { defineConfig, type ViteUserConfig } from "vitest/config";
 const config: ViteUserConfig = defineConfig({
   resolve: { conditions: ["@oprc/source"] },
   ssr: { resolve: { conditions: ["@oprc/source"] } },
-  test: { include: ["src/**/*.test.ts", "test/**/*.test.ts"] },
+  // Real processes, RocksDB and grpc C-core on a loaded 2-core machine: generous ceilings.
+  test: {
+    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
 });
 
 export default config;

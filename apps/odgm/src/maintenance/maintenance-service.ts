@@ -65,7 +65,8 @@ export function createMaintenanceService(
           skipped++;
         }
       }
-      if (converted > 0n) metrics.objectsConverted.inc({ collection: req.clsId }, Number(converted));
+      if (converted > 0n)
+        metrics.objectsConverted.inc({ collection: req.clsId }, Number(converted));
       return create(ConvertLegacyObjectsResponseSchema, { converted, skipped, entries });
     },
   };
