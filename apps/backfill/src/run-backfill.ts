@@ -292,7 +292,7 @@ async function run(
   const progress = (): void =>
     options.onProgress?.({
       phase,
-      done: totals.converted + totals.skipped + totals.failed,
+      done: phase === "count" ? total : totals.converted + totals.skipped + totals.failed,
       total,
       converted: totals.converted,
       skipped: totals.skipped,
@@ -346,6 +346,7 @@ async function run(
     try {
       total = await countIds(target, signal, async (ids) => {
         totals.entries += await target.countEntries(ids);
+        total += ids.length;
         progress();
       });
     } catch (err) {

@@ -239,6 +239,24 @@ describe("offline backfill", () => {
     expect(await rawScan(dir)).toEqual(before);
   });
 
+  it("the real process exits 2 on bad flags, naming the problem", async () => {
+    const bad = await runBin([
+      `--collection=${COLLECTION}`,
+      "--partition=0",
+      "--data-dir=/x",
+      "--parallel=0",
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(
+      "--parallel <n>' argument '0' is invalid. expected 1..1024, got 0",
+    );
+    const neither = await runBin([`--collection=${COLLECTION}`, "--partition=0"]);
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toContain(
+      "give exactly one of --data-dir (offline) and --endpoint (online)",
+    );
+  });
+
   it("keeps a blob that does not decode, reports it and exits 1", async () => {
     const { dir } = await dataset(10, 2, 0);
     const engine = await openRocksEngine({ location: dir });
