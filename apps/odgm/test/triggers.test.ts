@@ -1,13 +1,12 @@
 // Triggers end to end: a real odgm (RocksDB) fires data and function triggers to a real gRPC
 // OprcFunction server on loopback, through the collection's function routes. Each received
 // payload is decoded and checked (EventInfo fields, numeric and string ids and keys).
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, type MessageInitShape as Init } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   DataService,
   EventType,
-  type MessageInitShape as Init,
   type ObjectEventSchema,
   OprcFunction,
   ResponseStatus,
