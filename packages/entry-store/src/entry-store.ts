@@ -447,6 +447,27 @@ class EntryStoreImpl implements EntryStore {
     return raw === undefined ? undefined : decodeBlob(raw, key);
   }
 
+  /**
+   * After a read found no granular metadata: the legacy blob (counted as a fallback read),
+   * `undefined` when the object does not exist, or {@link RETRY} when the blob is gone but
+   * metadata now exists — the object was converted between the two reads (conversion
+   * writes metadata and deletes the blob atomically), so the caller reads again, once.
+   */
+  private async blobAfterMiss(
+    id: string,
+    retried: boolean,
+  ): Promise<ObjData | undefined | typeof RETRY> {
+    const key = this.legacyKey(id);
+    if (key === undefined) return undefined;
+    const raw = await this.kv.get("blobs", key);
+    if (raw !== undefined) {
+      this.countFallback(id);
+      return decodeBlob(raw, key);
+    }
+    if (retried) return undefined;
+    return (await this.kv.get("objects", encodeMetadataKey(id))) === undefined ? undefined : RETRY;
+  }
+
   private countFallback(id: string): void {
     this.fallbackReads++;
     this.onFallback?.(id);
@@ -847,11 +868,14 @@ class EntryStoreImpl implements EntryStore {
     this.checkOpen();
     checkId(id);
     const metaKey = keyArg(() => encodeMetadataKey(id), "object id");
-    const raw = await this.kv.get("objects", metaKey);
-    if (raw !== undefined) return metadataOf(id, decodeMeta(raw, metaKey));
-    const blob = await this.readBlob(id);
+    let blob: ObjData | undefined | typeof RETRY;
+    for (let retried = false; ; retried = true) {
+      const raw = await this.kv.get("objects", metaKey);
+      if (raw !== undefined) return metadataOf(id, decodeMeta(raw, metaKey));
+      blob = await this.blobAfterMiss(id, retried);
+      if (blob !== RETRY) break;
+    }
     if (blob === undefined) return undefined;
-    this.countFallback(id);
     return {
       id,
       version: 0n,
@@ -869,20 +893,23 @@ class EntryStoreImpl implements EntryStore {
     checkId(id);
     const metaKey = keyArg(() => encodeMetadataKey(id), "object id");
     const info = keyInfo(id, key);
-    const [metaRaw, entryRaw] = await this.kv.getMany("objects", [metaKey, info.storageKey]);
-    if (metaRaw !== undefined) {
-      const meta = decodeMeta(metaRaw, metaKey);
-      if (meta.tombstone) return { objectVersion: undefined, entry: undefined };
-      if (entryRaw === undefined) return { objectVersion: meta.objectVersion, entry: undefined };
-      const rec = decodeEntry(entryRaw, info.storageKey);
-      return {
-        objectVersion: meta.objectVersion,
-        entry: this.storedEntry(info, rec.value, rec.version, rec.updatedAtMs),
-      };
+    let blob: ObjData | undefined | typeof RETRY;
+    for (let retried = false; ; retried = true) {
+      const [metaRaw, entryRaw] = await this.kv.getMany("objects", [metaKey, info.storageKey]);
+      if (metaRaw !== undefined) {
+        const meta = decodeMeta(metaRaw, metaKey);
+        if (meta.tombstone) return { objectVersion: undefined, entry: undefined };
+        if (entryRaw === undefined) return { objectVersion: meta.objectVersion, entry: undefined };
+        const rec = decodeEntry(entryRaw, info.storageKey);
+        return {
+          objectVersion: meta.objectVersion,
+          entry: this.storedEntry(info, rec.value, rec.version, rec.updatedAtMs),
+        };
+      }
+      blob = await this.blobAfterMiss(id, retried);
+      if (blob !== RETRY) break;
     }
-    const blob = await this.readBlob(id);
     if (blob === undefined) return { objectVersion: undefined, entry: undefined };
-    this.countFallback(id);
     const value = info.numeric
       ? blob.entries[Number(info.key)]
       : Object.hasOwn(blob.entriesStr, info.key)
@@ -916,16 +943,16 @@ class EntryStoreImpl implements EntryStore {
     checkId(id);
     const metaKey = keyArg(() => encodeMetadataKey(id), "object id");
     const eventKey = encodeEventConfigKey(id);
-    const [metaRaw, eventRaw] = await this.kv.getMany("objects", [metaKey, eventKey]);
-    if (metaRaw !== undefined) {
-      const meta = decodeMeta(metaRaw, metaKey);
-      if (meta.tombstone || eventRaw === undefined) return undefined;
-      return decodeEvent(eventRaw, eventKey);
+    for (let retried = false; ; retried = true) {
+      const [metaRaw, eventRaw] = await this.kv.getMany("objects", [metaKey, eventKey]);
+      if (metaRaw !== undefined) {
+        const meta = decodeMeta(metaRaw, metaKey);
+        if (meta.tombstone || eventRaw === undefined) return undefined;
+        return decodeEvent(eventRaw, eventKey);
+      }
+      const blob = await this.blobAfterMiss(id, retried);
+      if (blob !== RETRY) return blob?.event;
     }
-    const blob = await this.readBlob(id);
-    if (blob === undefined) return undefined;
-    this.countFallback(id);
-    return blob.event;
   }
 
   async getObject(id: string, options: GetObjectOptions = {}): Promise<StoredObject | undefined> {
@@ -934,6 +961,41 @@ class EntryStoreImpl implements EntryStore {
     const page = checkPositive(options.prefetchLimit ?? this.prefetchLimit, "prefetchLimit");
     const max = checkPositive(options.maxEntries ?? this.maxGetEntries, "maxEntries");
     const range = keyArg(() => objectRange(id), "object id");
+    for (let retried = false; ; retried = true) {
+      const found = await this.readObject(id, range, page, max);
+      if (found !== MISSING) return found;
+      const blob = await this.blobAfterMiss(id, retried);
+      if (blob === RETRY) continue;
+      if (blob === undefined) return undefined;
+      const entries = new Map<number, ValData>();
+      const entriesStr = new Map<string, ValData>();
+      const all = blobEntries(id, blob);
+      if (all.size > max) throw tooLarge(id, BigInt(all.size), max);
+      for (const { info, value } of all.values()) {
+        if (info.numeric) entries.set(Number(info.key), value);
+        else entriesStr.set(info.key, value);
+      }
+      return {
+        id,
+        version: 0n,
+        entries,
+        entriesStr,
+        event: blob.event,
+        createdAtMs: 0n,
+        updatedAtMs: 0n,
+        attributes: {},
+        legacy: true,
+      };
+    }
+  }
+
+  /** The granular part of {@link getObject}: one snapshot iterator over the object's range. */
+  private async readObject(
+    id: string,
+    range: KeyRange,
+    page: number,
+    max: number,
+  ): Promise<StoredObject | undefined | typeof MISSING> {
     const it = this.kv.iterator("objects", { gte: range.gte, lt: range.lt });
     let meta: ObjectMetaRecord | undefined;
     let event: ObjectEvent | undefined;
@@ -995,26 +1057,7 @@ class EntryStoreImpl implements EntryStore {
         legacy: false,
       };
     }
-    const blob = await this.readBlob(id);
-    if (blob === undefined) return undefined;
-    this.countFallback(id);
-    const all = blobEntries(id, blob);
-    if (all.size > max) throw tooLarge(id, BigInt(all.size), max);
-    for (const { info, value } of all.values()) {
-      if (info.numeric) entries.set(Number(info.key), value);
-      else entriesStr.set(info.key, value);
-    }
-    return {
-      id,
-      version: 0n,
-      entries,
-      entriesStr,
-      event: blob.event,
-      createdAtMs: 0n,
-      updatedAtMs: 0n,
-      attributes: {},
-      legacy: true,
-    };
+    return MISSING;
   }
 
   private entryValue(value: ValData | undefined, key: Uint8Array): ValData {
@@ -1057,11 +1100,13 @@ class EntryStoreImpl implements EntryStore {
       ranges = rangesAfter(ranges, lastKey);
     }
     const metaKey = encodeMetadataKey(id);
-    const metaRaw = await this.kv.get("objects", metaKey);
-    if (metaRaw === undefined) {
-      const blob = await this.readBlob(id);
+    let metaRaw: Uint8Array | undefined;
+    for (let retried = false; ; retried = true) {
+      metaRaw = await this.kv.get("objects", metaKey);
+      if (metaRaw !== undefined) break;
+      const blob = await this.blobAfterMiss(id, retried);
+      if (blob === RETRY) continue;
       if (blob === undefined) return { entries: [], nextCursor: undefined };
-      this.countFallback(id);
       return this.listBlobEntries(id, blob, ranges, limit);
     }
     if (decodeMeta(metaRaw, metaKey).tombstone || ranges.length === 0) {
@@ -1314,6 +1359,11 @@ class EntryStoreImpl implements EntryStore {
     claimed.delete(this.kv);
   }
 }
+
+/** Returned by a granular read that found no metadata. */
+const MISSING: unique symbol = Symbol("missing");
+/** Returned by `blobAfterMiss` when the object was converted between two reads. */
+const RETRY: unique symbol = Symbol("retry");
 
 /** Placeholder value marking "present before" for keys whose value a delete does not need. */
 const PRESENT: ValData = create(ValDataSchema, {});
