@@ -217,6 +217,35 @@ describe("RocksDB engine", () => {
     await single.close();
   });
 
+  it("fails with `unavailable` naming the package when the binding is not installed", async () => {
+    const out = await new Promise<string>((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        [
+          "--no-warnings",
+          "--experimental-transform-types",
+          "--conditions=@oprc/source",
+          "--import",
+          "./no-rocksdb-register.mjs",
+          "open-without-binding.ts",
+          join(dir, "never"),
+        ],
+        { cwd: fixtures, stdio: ["ignore", "pipe", "inherit"] },
+      );
+      let text = "";
+      child.stdout.on("data", (c: Buffer) => {
+        text += c.toString("utf8");
+      });
+      child.on("error", reject);
+      child.on("exit", () => resolve(text));
+    });
+    const result = JSON.parse(out) as { unavailable?: boolean; message?: string };
+    expect(result.unavailable).toBe(true);
+    expect(result.message).toMatch(
+      /^\[unavailable\] the RocksDB backend needs the optional dependency @nxtedition\/rocksdb/,
+    );
+  });
+
   it("reports a binding that fails to construct as an `io` error", async () => {
     const err = await openRocksEngine({
       location: dir,
