@@ -47,6 +47,8 @@ export interface LocalDataPlaneOptions {
   readonly stringIdsWriteOnly: boolean;
   /** Bound on one function invocation (`ODGM_INVOKE_TIMEOUT_MS`). */
   readonly invokeTimeoutMs: number;
+  /** Told when a durable mutation's event could not be built or enqueued. Default: ignored. */
+  readonly onEventError?: (err: unknown) => void;
 }
 
 /** Maps entry-store errors to the API's data-plane errors; other errors pass through. */
@@ -126,14 +128,25 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     }
     if (writes > 0) metrics.entryWrites.inc({ collection: ref.cls }, writes);
     if (deletes > 0) metrics.entryDeletes.inc({ collection: ref.cls }, deletes);
-    if (shard.events !== undefined && result.changed.length > 0) {
-      const ctx = mutationContextFromResult(result, {
-        objectId: ref.id.id,
-        clsId: ref.cls,
-        partitionId: ref.partition,
-        eventConfig: result.eventConfig,
-      });
-      if (ctx !== undefined) shard.events.tryEnqueue(ctx);
+    // Legacy blob writes (ODGM_ENABLE_GRANULAR_STORAGE=false) carry no version, so they
+    // have no place in the versioned event stream and emit nothing. The write is durable at
+    // this point: a failure to build or enqueue its event is reported, never the caller's.
+    if (
+      shard.events !== undefined &&
+      result.changed.length > 0 &&
+      result.versionAfter > result.versionBefore
+    ) {
+      try {
+        const ctx = mutationContextFromResult(result, {
+          objectId: ref.id.id,
+          clsId: ref.cls,
+          partitionId: ref.partition,
+          eventConfig: result.eventConfig,
+        });
+        if (ctx !== undefined) shard.events.tryEnqueue(ctx);
+      } catch (err) {
+        options.onEventError?.(err);
+      }
     }
     return result;
   };

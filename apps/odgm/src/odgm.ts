@@ -24,7 +24,7 @@ import type { OdgmConfig } from "./config.js";
 import { createFunctionClientPool } from "./invoke/function-client-pool.js";
 import { createRouteTriggerSink } from "./invoke/route-trigger-sink.js";
 import { createLocalDataPlane } from "./local-data-plane.js";
-import { createMaintenanceService } from "./maintenance/maintenance-service.js";
+import { createMaintenanceService, sampleLegacyBlobs } from "./maintenance/maintenance-service.js";
 import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js";
 import { createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { createDualProtocolServer } from "./server/dual-protocol-server.js";
@@ -145,6 +145,7 @@ export async function startOdgm(
       eventPipeline: config.events.pipelineEnabled,
       stringIdsWriteOnly: config.features.stringIdsWriteOnly,
       invokeTimeoutMs: config.limits.invokeTimeoutMs,
+      onEventError: (err) => logger.error({ err }, "could not enqueue a mutation's event"),
     });
     const health = createHealthService();
     let ready = true;
@@ -187,7 +188,8 @@ export async function startOdgm(
       router.service(MaintenanceService, maintenance);
     };
     // REST runs over the same handlers through an in-process Connect transport.
-    const local = createRouterTransport(routes);
+    const interceptors = [createRpcInterceptor(metrics)];
+    const local = createRouterTransport(routes, { router: { interceptors } });
     const gateway = createRestGateway({
       data: createClient(DataService, local),
       functions: createClient(OprcFunction, local),
@@ -240,7 +242,7 @@ export async function startOdgm(
 
     const handler = connectNodeAdapter({
       routes: allRoutes,
-      interceptors: [createRpcInterceptor(metrics)],
+      interceptors,
       readMaxBytes: config.limits.maxMessageBytes,
       writeMaxBytes: config.limits.maxMessageBytes,
       fallback: getRequestListener(app.fetch) as never,
@@ -263,6 +265,13 @@ export async function startOdgm(
       "odgm listening (gRPC over h2c, gRPC-Web, Connect and REST over HTTP/1.1 and h2c)",
     );
 
+    // odgm_objects_pending_conversion_total: counted in the background, so a large legacy
+    // keyspace never delays the start; MaintenanceService conversions count it down.
+    const stopSampling = new AbortController();
+    const sampling = sampleLegacyBlobs(manager, metrics, stopSampling.signal).catch(
+      (err: unknown) => logger.warn({ err }, "could not count legacy blobs"),
+    );
+
     let closing: Promise<void> | undefined;
     return {
       url,
@@ -277,6 +286,8 @@ export async function startOdgm(
           health.shutdown();
           const grace = config.limits.shutdownTimeoutMs;
           await server.close(grace);
+          stopSampling.abort();
+          await sampling;
           const reports = await manager.close(AbortSignal.timeout(Math.max(grace, 1)));
           const discarded = reports.reduce((n, r) => n + r.discarded, 0);
           const drained = reports.reduce((n, r) => n + r.drained, 0);

@@ -65,9 +65,37 @@ export function createMaintenanceService(
           skipped++;
         }
       }
-      if (converted > 0n)
+      if (converted > 0n) {
         metrics.objectsConverted.inc({ collection: req.clsId }, Number(converted));
+        metrics.objectsPendingConversion.dec({ collection: req.clsId }, Number(converted));
+      }
       return create(ConvertLegacyObjectsResponseSchema, { converted, skipped, entries });
     },
   };
+}
+
+/**
+ * Counts every shard's legacy blobs into `odgm_objects_pending_conversion_total` (per
+ * collection). Stops early, setting nothing, once `signal` aborts (shutdown).
+ */
+export async function sampleLegacyBlobs(
+  shards: ShardManager,
+  metrics: OdgmMetrics,
+  signal?: AbortSignal,
+): Promise<void> {
+  const totals = new Map<string, number>();
+  for (const shard of [...shards.all()]) {
+    let n = totals.get(shard.cls) ?? 0;
+    try {
+      for await (const _ of shard.store.legacyBlobIds({ batchSize: 1024 })) {
+        if (signal?.aborted) return;
+        n++;
+      }
+    } catch (err) {
+      if (signal?.aborted) return;
+      throw err;
+    }
+    totals.set(shard.cls, n);
+  }
+  for (const [collection, n] of totals) metrics.objectsPendingConversion.set({ collection }, n);
 }

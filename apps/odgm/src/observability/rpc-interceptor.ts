@@ -1,44 +1,66 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { SpanStatusCode, trace } from "@opentelemetry/api";
+import { type Span, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { OdgmMetrics } from "./metrics.js";
 
 const tracer = trace.getTracer("@oprc/odgm");
 
+/** Status code label values: `invalid_argument`, `not_found`, … (`ok` for success). */
+const CODE_LABEL: ReadonlyMap<number, string> = new Map(
+  Object.entries(Code)
+    .filter((e): e is [string, number] => typeof e[1] === "number")
+    .map(([name, code]) => [code, name.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase()]),
+);
+
+/** Normalization failures of ids and keys (the codes of `@oprc/oprc-id`'s IdError). */
+const NORMALIZE_ERROR = /^\[(empty|too_long|invalid_char)\]/;
+
 /** The object id a request addresses, for span attributes (`object.id_str`). */
-function objectIdOf(message: unknown): string | undefined {
+function objectIdOf(message: unknown): { id: string; str: boolean } | undefined {
   if (typeof message !== "object" || message === null) return undefined;
   const m = message as { objectIdStr?: unknown; objectId?: unknown };
-  if (typeof m.objectIdStr === "string" && m.objectIdStr !== "") return m.objectIdStr;
-  if (typeof m.objectId === "bigint" && m.objectId !== 0n) return m.objectId.toString();
+  if (typeof m.objectIdStr === "string" && m.objectIdStr !== "") {
+    return { id: m.objectIdStr, str: true };
+  }
+  if (typeof m.objectId === "bigint" && m.objectId !== 0n) {
+    return { id: m.objectId.toString(), str: false };
+  }
   return undefined;
 }
 
 /**
- * Counts every RPC by method and status code, times it, and wraps it in an OpenTelemetry
- * span carrying `rpc.method` and `object.id_str` (a no-op until an SDK is registered).
+ * Counts every RPC by method and status code, times it, observes string-id lengths and
+ * normalization failures, and wraps it in an OpenTelemetry span carrying `rpc.method` and
+ * `object.id_str` (a no-op until an SDK registers a tracer provider).
  */
 export function createRpcInterceptor(metrics: OdgmMetrics): Interceptor {
-  return (next) => async (req) => {
+  return (next) => (req) => {
     const method = req.method.name;
     const started = performance.now();
-    return tracer.startActiveSpan(`${req.service.typeName}/${method}`, async (span) => {
+    const run = async (span: Span): Promise<Awaited<ReturnType<typeof next>>> => {
       span.setAttribute("rpc.system", "grpc");
       span.setAttribute("rpc.method", method);
       const id = req.stream ? undefined : objectIdOf(req.message);
-      if (id !== undefined) span.setAttribute("object.id_str", id);
+      if (id !== undefined) {
+        span.setAttribute("object.id_str", id.id);
+        if (id.str) metrics.stringIdLength.observe(Buffer.byteLength(id.id));
+      }
       try {
         const res = await next(req);
         metrics.rpcRequests.inc({ method, code: "ok" });
         return res;
       } catch (err) {
-        const code = ConnectError.from(err).code;
-        metrics.rpcRequests.inc({ method, code: Code[code]?.toLowerCase() ?? String(code) });
-        span.setStatus({ code: SpanStatusCode.ERROR, message: Code[code] ?? String(code) });
+        const ce = ConnectError.from(err);
+        metrics.rpcRequests.inc({ method, code: CODE_LABEL.get(ce.code) ?? String(ce.code) });
+        if (ce.code === Code.InvalidArgument && NORMALIZE_ERROR.test(ce.rawMessage)) {
+          metrics.stringIdNormalizeErrors.inc();
+        }
+        span.setStatus({ code: SpanStatusCode.ERROR, message: Code[ce.code] ?? String(ce.code) });
         throw err;
       } finally {
         metrics.rpcDurationMs.observe({ method }, performance.now() - started);
         span.end();
       }
-    });
+    };
+    return tracer.startActiveSpan(`${req.service.typeName}/${method}`, run);
   };
 }

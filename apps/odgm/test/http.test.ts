@@ -1,0 +1,342 @@
+// The node's HTTP surface: collections over REST and gRPC, HTTP/1.1 (curl) and h2c on one
+// port, health and readiness, Prometheus metrics with the spec's names, OpenTelemetry spans,
+// message limits and malformed input, and the legacy-storage flag end to end.
+import { execFile } from "node:child_process";
+import { connect as http2Connect } from "node:http2";
+import { promisify } from "node:util";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { type Span, type Tracer, trace } from "@opentelemetry/api";
+import {
+  CollectionService,
+  DataService,
+  Health,
+  MaintenanceService,
+  HealthCheckResponse_ServingStatus as Serving,
+  SetKeyRequestSchema,
+} from "@oprc/grpc-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createConnectCaller, createPythonCaller, skipPythonInterop } from "./fixtures/callers.js";
+import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
+
+const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
+const exec = promisify(execFile);
+
+/** A minimal recording tracer provider: every span's name and attributes. */
+const spans: { name: string; attributes: Record<string, unknown> }[] = [];
+const recordingTracer = {
+  startActiveSpan(name: string, ...args: unknown[]) {
+    const fn = args.at(-1) as (span: Span) => unknown;
+    const attributes: Record<string, unknown> = {};
+    spans.push({ name, attributes });
+    const span = {
+      setAttribute(k: string, val: unknown) {
+        attributes[k] = val;
+        return span;
+      },
+      setStatus: () => span,
+      end: () => {},
+    } as unknown as Span;
+    return fn(span);
+  },
+} as unknown as Tracer;
+trace.setGlobalTracerProvider({ getTracer: () => recordingTracer });
+
+let n: TempNode;
+beforeAll(async () => {
+  n = await startTempNode({ ODGM_MAX_MESSAGE_BYTES: String(64 * 1024) });
+});
+afterAll(async () => {
+  trace.disable();
+  await n?.close();
+});
+
+describe("collections", () => {
+  it("POST/GET /api/collections over plain HTTP/1.1 (curl)", async () => {
+    const post = await exec("curl", [
+      "-s",
+      "--http1.1",
+      "-w",
+      "\n%{http_code} %{http_version}",
+      "-X",
+      "POST",
+      "-H",
+      "content-type: application/json",
+      "-d",
+      JSON.stringify({ name: "orders", partitionCount: 4 }),
+      `${n.node.url}/api/collections`,
+    ]);
+    const [body, status] = post.stdout.split("\n");
+    expect(status).toBe("201 1.1");
+    expect(JSON.parse(body as string)).toMatchObject({
+      name: "orders",
+      partitionCount: 4,
+      shardType: "basic",
+    });
+    const list = await exec("curl", ["-s", "--http1.1", `${n.node.url}/api/collections`]);
+    expect(
+      (JSON.parse(list.stdout) as { collections: { name: string }[] }).collections.map(
+        (c) => c.name,
+      ),
+    ).toEqual(["default", "orders"]);
+    const put = await exec("curl", [
+      "-s",
+      "-o",
+      "/dev/null",
+      "-w",
+      "%{http_code}",
+      "-X",
+      "PUT",
+      "-H",
+      "content-type: application/json",
+      "-d",
+      '{"value":{"total":3}}',
+      `${n.node.url}/api/class/orders/3/objects/o-1/values/summary`,
+    ]);
+    expect(Number(put.stdout)).toBeLessThan(300);
+    const get = await exec("curl", [
+      "-s",
+      `${n.node.url}/api/class/orders/3/objects/o-1/values/summary`,
+    ]);
+    expect(JSON.parse(get.stdout)).toMatchObject({ value: { total: 3 } });
+  });
+
+  it("refuses bad, conflicting and raft collections with fitting statuses", async () => {
+    const post = (body: unknown) =>
+      fetch(`${n.node.url}/api/collections`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    expect((await post({ name: "orders", partitionCount: 4 })).status).toBe(201); // same spec: no-op
+    expect((await post({ name: "orders", partitionCount: 2 })).status).toBe(409);
+    expect((await post({ name: "bad/name" })).status).toBe(400);
+    expect((await post({ name: "r", shardType: "raft" })).status).toBe(501);
+    expect((await post({ name: "x", partitionCount: "many" })).status).toBe(400);
+    // gRPC CollectionService over h2c, same registry.
+    const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: n.node.url }));
+    await admin.createCollection({ name: "users" });
+    const listed = await admin.listCollections({});
+    expect(listed.collections.map((c) => c.name)).toEqual(["default", "orders", "users"]);
+    const err = await admin
+      .createCollection({ name: "users", partitionCount: 3 })
+      .catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.AlreadyExists);
+    const raft = await admin
+      .createCollection({ name: "r", shardType: "raft" })
+      .catch((e: unknown) => e);
+    expect(ConnectError.from(raft).code).toBe(Code.Unimplemented);
+  });
+
+  it("unknown collection or partition → 404 over REST, NOT_FOUND over gRPC", async () => {
+    expect((await fetch(`${n.node.url}/api/class/nope/0/objects/1`)).status).toBe(404);
+    expect((await fetch(`${n.node.url}/api/class/orders/99/objects/1/values/a`)).status).toBe(404);
+    const data = createClient(DataService, createGrpcTransport({ baseUrl: n.node.url }));
+    const err = await data
+      .get({ clsId: "orders", partitionId: 4, objectId: 1n })
+      .catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.NotFound);
+  });
+});
+
+describe("health, metrics and spans", () => {
+  it("/healthz, /readyz and grpc.health.v1 answer SERVING", async () => {
+    expect((await fetch(`${n.node.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${n.node.url}/readyz`)).status).toBe(200);
+    const health = createClient(Health, createGrpcTransport({ baseUrl: n.node.url }));
+    expect((await health.check({})).status).toBe(Serving.SERVING);
+  });
+
+  it("exports the spec's metric names, counting gRPC and REST requests", async () => {
+    const data = createClient(
+      DataService,
+      createConnectTransport({ baseUrl: n.node.url, httpVersion: "1.1" }),
+    );
+    await data.setValue({
+      clsId: "default",
+      objectIdStr: "metric-obj",
+      keyStr: "k",
+      value: { data: utf8("x") },
+    });
+    await data.getValue({ clsId: "default", objectIdStr: "metric-obj", keyStr: "k" });
+    await data.batchSetValues({
+      clsId: "default",
+      objectId: 5n,
+      values: { a: { data: utf8("1") } },
+      deleteKeys: ["b"],
+    });
+    await data.deleteValue({ clsId: "default", objectId: 5n, keyStr: "a" });
+    await data.get({ clsId: "default", objectIdStr: "bad id!" }).catch(() => {});
+    const text = await (await fetch(`${n.node.url}/metrics`)).text();
+    for (const name of [
+      "odgm_entry_reads_total",
+      "odgm_entry_writes_total",
+      "odgm_entry_deletes_total",
+      "odgm_blob_fallback_reads_total",
+      "odgm_entry_get_latency_ms",
+      "odgm_batch_set_size",
+      "odgm_objects_converted_total",
+      "odgm_objects_pending_conversion_total",
+      "odgm_string_id_normalize_errors_total",
+      "odgm_string_id_length",
+      "odgm_events_emitted_total",
+      "odgm_events_truncated_batches_total",
+      "odgm_event_queue_drops_total",
+      "odgm_event_queue_length",
+      "odgm_trigger_failures_total",
+      "odgm_trigger_depth_exceeded_total",
+      "odgm_rpc_requests_total",
+    ]) {
+      expect(text, name).toContain(`# TYPE ${name} `);
+    }
+    expect(text).toMatch(/odgm_entry_writes_total\{collection="default"\} [1-9]/);
+    expect(text).toMatch(/odgm_entry_deletes_total\{collection="default"\} 1/);
+    expect(text).toMatch(/odgm_string_id_normalize_errors_total [1-9]/);
+    expect(text).toMatch(/odgm_string_id_length_count [1-9]/);
+    expect(text).toMatch(/odgm_rpc_requests_total\{method="GetValue",code="ok"\} [1-9]/);
+    expect(text).toMatch(/odgm_rpc_requests_total\{method="Get",code="invalid_argument"\} [1-9]/);
+    expect(text).toMatch(/odgm_event_queue_length\{collection="default",partition="0"\} 0/);
+    // REST requests run through the same handlers, so they are counted too.
+    const before = /odgm_rpc_requests_total\{method="GetValue",code="ok"\} (\d+)/.exec(text)?.[1];
+    await fetch(`${n.node.url}/api/class/default/0/objects/metric-obj/values/k`);
+    const after = await (await fetch(`${n.node.url}/metrics`)).text();
+    expect(/odgm_rpc_requests_total\{method="GetValue",code="ok"\} (\d+)/.exec(after)?.[1]).toBe(
+      String(Number(before) + 1),
+    );
+  });
+
+  it("records a span per RPC with object.id_str", async () => {
+    const data = createClient(DataService, createGrpcTransport({ baseUrl: n.node.url }));
+    await data.getValue({ clsId: "default", objectIdStr: "span-obj", keyStr: "k" });
+    await data.getValue({ clsId: "default", objectId: 42n, key: 1 });
+    const names = spans.filter((s) => s.name === "oprc.DataService/GetValue");
+    expect(names.map((s) => s.attributes["object.id_str"])).toEqual(
+      expect.arrayContaining(["span-obj", "42"]),
+    );
+    expect(names[0]?.attributes["rpc.method"]).toBe("GetValue");
+  });
+});
+
+describe("limits and malformed input", () => {
+  const clients = skipPythonInterop ? ["connect-node"] : ["connect-node", "python"];
+  it.each(clients)(
+    "an oversized request is RESOURCE_EXHAUSTED and the node keeps serving (%s)",
+    async (which) => {
+      const c = which === "python" ? createPythonCaller(n.target) : createConnectCaller(n.node.url);
+      try {
+        const big = create(SetKeyRequestSchema, {
+          clsId: "default",
+          objectId: 9n,
+          key: 1,
+          value: { data: new Uint8Array(100 * 1024) },
+        });
+        expect((await c.call(DataService.method.setValue, big)).code).toBe(Code.ResourceExhausted);
+        const small = create(SetKeyRequestSchema, {
+          clsId: "default",
+          objectId: 9n,
+          key: 1,
+          value: { data: utf8("ok") },
+        });
+        expect((await c.call(DataService.method.setValue, small)).code).toBe(0);
+        // A response over the limit: an object whose entries together exceed 64 KiB.
+        for (let k = 2; k < 6; k++) {
+          const part = create(SetKeyRequestSchema, {
+            clsId: "default",
+            objectId: 9n,
+            key: k,
+            value: { data: new Uint8Array(30 * 1024) },
+          });
+          expect((await c.call(DataService.method.setValue, part)).code).toBe(0);
+        }
+        const get = await c.call(
+          DataService.method.get,
+          create(DataService.method.get.input, { clsId: "default", objectId: 9n }),
+        );
+        expect(get.code).toBe(Code.ResourceExhausted);
+      } finally {
+        await c.close();
+      }
+    },
+  );
+
+  it("a malformed protobuf body is an error status, never a crash", async () => {
+    const session = http2Connect(n.node.url);
+    const status = await new Promise<string>((resolve, reject) => {
+      const req = session.request({
+        ":method": "POST",
+        ":path": "/oprc.DataService/SetValue",
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
+      let headerStatus: string | undefined;
+      req.on("response", (h) => {
+        if (h["grpc-status"] !== undefined) headerStatus = String(h["grpc-status"]);
+      });
+      req.on("trailers", (t) => resolve(String(t["grpc-status"])));
+      req.on("end", () => {
+        if (headerStatus !== undefined) resolve(headerStatus);
+      });
+      req.on("error", reject);
+      req.resume();
+      // One frame: field 1 (cls_id) with a truncated length varint.
+      req.end(Buffer.from([0, 0, 0, 0, 3, 0x0a, 0xff, 0xff]));
+    });
+    session.close();
+    // connect-node, like grpc-java and C-core, answers INTERNAL for an unparseable message.
+    expect([Code.InvalidArgument, Code.Internal]).toContain(Number(status));
+    const data = createClient(DataService, createGrpcTransport({ baseUrl: n.node.url }));
+    expect((await data.getValue({ clsId: "default", objectId: 9n, key: 1 })).value).toBeDefined();
+    // The same garbage over REST with a protobuf content type is a 4xx.
+    const rest = await fetch(`${n.node.url}/api/class/default/0/objects/9/values/1`, {
+      method: "PUT",
+      headers: { "content-type": "application/x-protobuf" },
+      body: Buffer.from([0x0a, 0xff, 0xff]),
+    });
+    expect(rest.status).toBeLessThan(500);
+  });
+});
+
+describe("ODGM_ENABLE_GRANULAR_STORAGE", () => {
+  it("false writes legacy blobs; a granular node reads them back and converts them", async () => {
+    const dir = await tempDir();
+    const legacy = await startTempNode({ ODGM_ENABLE_GRANULAR_STORAGE: "false" }, dir);
+    const d1 = createClient(DataService, createGrpcTransport({ baseUrl: legacy.node.url }));
+    await d1.set({
+      clsId: "default",
+      objectId: 31n,
+      object: { entries: { 1: { data: utf8("old") } } },
+    });
+    await legacy.close();
+
+    const granular = await startTempNode({}, dir);
+    try {
+      const transport = createGrpcTransport({ baseUrl: granular.node.url });
+      const d2 = createClient(DataService, transport);
+      expect(
+        new TextDecoder().decode(
+          (await d2.getValue({ clsId: "default", objectId: 31n, key: 1 })).value?.data,
+        ),
+      ).toBe("old");
+      const maintenance = createClient(MaintenanceService, transport);
+      const pages = [];
+      for await (const page of maintenance.listLegacyObjects({ clsId: "default" }))
+        pages.push(...page.objectIds);
+      expect(pages).toEqual([31n]);
+      let metrics = await (await fetch(`${granular.node.url}/metrics`)).text();
+      expect(metrics).toMatch(/odgm_blob_fallback_reads_total\{collection="default"\} [1-9]/);
+      expect(metrics).toMatch(/odgm_objects_pending_conversion_total\{collection="default"\} 1/);
+      const res = await maintenance.convertLegacyObjects({ clsId: "default", objectIds: [31n] });
+      expect(res.converted).toBe(1n);
+      metrics = await (await fetch(`${granular.node.url}/metrics`)).text();
+      expect(metrics).toMatch(/odgm_objects_converted_total\{collection="default"\} 1/);
+      expect(metrics).toMatch(/odgm_objects_pending_conversion_total\{collection="default"\} 0/);
+      expect((await d2.get({ clsId: "default", objectId: 31n })).obj?.entries[1]?.data).toEqual(
+        utf8("old"),
+      );
+    } finally {
+      await granular.close();
+      await exec("rm", ["-rf", dir]);
+    }
+  });
+});
