@@ -4,7 +4,9 @@ import { decodeCommand, encodeCommand, KvStateMachine } from "./kv-state-machine
 describe("KvStateMachine", () => {
   it("applies put and append once per (client, seq)", () => {
     const kv = new KvStateMachine();
-    expect(kv.apply({ clientId: 1, seq: 1, input: { op: "put", key: "a", value: "x" } })).toBe(true);
+    expect(kv.apply({ clientId: 1, seq: 1, input: { op: "put", key: "a", value: "x" } })).toBe(
+      true,
+    );
     expect(kv.apply({ clientId: 1, seq: 2, input: { op: "append", key: "a", value: "y" } })).toBe(
       true,
     );

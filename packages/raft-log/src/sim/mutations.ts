@@ -66,7 +66,8 @@ export const MUTATIONS: readonly Mutation[] = [
       {
         file: "core/raft.ts",
         find: "    const mustSync =\n      entries.length > 0 ||\n      snapshot !== undefined ||",
-        replace: "    const mustSync =\n      entries.length < 0 ||\n      snapshot !== undefined ||",
+        replace:
+          "    const mustSync =\n      entries.length < 0 ||\n      snapshot !== undefined ||",
       },
     ],
   },
@@ -105,7 +106,8 @@ export const MUTATIONS: readonly Mutation[] = [
       {
         file: "core/raft.ts",
         find: '      case "read_index":\n        if (!this.committedInCurrentTerm()) {',
-        replace: '      case "read_index":\n        if (!this.committedInCurrentTerm() && this.term < 0) {',
+        replace:
+          '      case "read_index":\n        if (!this.committedInCurrentTerm() && this.term < 0) {',
       },
     ],
   },

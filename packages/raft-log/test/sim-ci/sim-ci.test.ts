@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { KNOWN_CORE_BUG_SEEDS } from "./known-core-bugs.js";
+import { KNOWN_CORE_BUG_SEEDS } from "../../src/sim/known-core-bugs.js";
 
 // The default CI run of the deterministic simulator (spec/raft.md, "Beyond scenarios" 2):
 // RAFT_SIM_SEEDS seeds (default 10,000) over 3–7 nodes with every fault kind, split over

@@ -33,7 +33,16 @@ describe("core bugs found by the simulator", () => {
     store.sync();
     const r = createRaft({ id: 2, storage: store, random: createPrng(1) });
     const app = (prev: number, es: Entry[], commit: number) =>
-      createMessage({ type: "app", from: 1, to: 2, term: 1, index: prev, logTerm: 1, entries: es, commit });
+      createMessage({
+        type: "app",
+        from: 1,
+        to: 2,
+        term: 1,
+        index: prev,
+        logTerm: 1,
+        entries: es,
+        commit,
+      });
     const save = (rd: Ready): void => {
       store
         .save({
@@ -61,9 +70,7 @@ describe("core bugs found by the simulator", () => {
     store.sync();
     r.advance(); // entry 4 durable: it leaves the unstable tail, the snapshot is still unstable
     const f2 = r.ready(); // snapshot 3 + entry 5, and the acknowledgement of entry 5
-    expect(f2.messages.some((m) => m.type === "app_resp" && !m.reject && m.index === 5)).toBe(
-      true,
-    );
+    expect(f2.messages.some((m) => m.type === "app_resp" && !m.reject && m.index === 5)).toBe(true);
     save(f2);
     // A duplicate of the first append arrives while f2 is being written: the log cannot see
     // entry 4 (neither unstable nor, while a snapshot is unstable, in storage), finds a
