@@ -9,7 +9,7 @@ registerHooks({
   resolve(specifier, context, nextResolve) {
     if ((specifier.startsWith("./") || specifier.startsWith("../")) && specifier.endsWith(".js")) {
       const parent = context.parentURL;
-      if (parent !== undefined && parent.startsWith("file:")) {
+      if (parent?.startsWith("file:")) {
         const js = new URL(specifier, parent);
         if (!existsSync(fileURLToPath(js))) {
           const ts = new URL(specifier.replace(/\.js$/, ".ts"), parent);
