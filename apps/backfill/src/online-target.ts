@@ -31,6 +31,9 @@ import {
   objectToComparable,
 } from "./object-compare.js";
 
+/** Ids fetched per `ListLegacyObjects` call. */
+const LIST_PAGE = 4096;
+
 /** Options of {@link openOnlineTarget}. */
 export interface OnlineTargetOptions {
   /** The node's gRPC URL (h2c), e.g. `http://127.0.0.1:8080`. */
@@ -43,6 +46,8 @@ export interface OnlineTargetOptions {
   readonly checkpointFile?: string | undefined;
   /** Per-call deadline in ms. Default 60 000. */
   readonly timeoutMs?: number | undefined;
+  /** Ids fetched per `ListLegacyObjects` call. Default 4096. */
+  readonly listPageSize?: number | undefined;
 }
 
 function rpcError(err: unknown, endpoint: string, what: string): BackfillError {
@@ -128,15 +133,27 @@ class OnlineTarget implements ConversionTarget {
   }
 
   async *listIds(after?: bigint): AsyncIterable<bigint> {
-    const req = create(ListLegacyObjectsRequestSchema, {
-      ...this.shard,
-      pageSize: 1000,
-      ...(after === undefined ? {} : { afterObjectId: after }),
-    });
-    try {
-      for await (const page of this.maintenance.listLegacyObjects(req)) yield* page.objectIds;
-    } catch (err) {
-      throw rpcError(err, this.options.endpoint, "listing legacy objects");
+    // One short call per page of ids, each read to its end before converting: a stream
+    // held open for a whole run would outlive its deadline and pin the HTTP/2 session.
+    const pageSize = this.options.listPageSize ?? LIST_PAGE;
+    let cursor = after;
+    for (;;) {
+      const req = create(ListLegacyObjectsRequestSchema, {
+        ...this.shard,
+        pageSize,
+        limit: BigInt(pageSize),
+        ...(cursor === undefined ? {} : { afterObjectId: cursor }),
+      });
+      const ids: bigint[] = [];
+      try {
+        for await (const page of this.maintenance.listLegacyObjects(req))
+          ids.push(...page.objectIds);
+      } catch (err) {
+        throw rpcError(err, this.options.endpoint, "listing legacy objects");
+      }
+      yield* ids;
+      if (ids.length < pageSize) return;
+      cursor = ids[ids.length - 1];
     }
   }
 

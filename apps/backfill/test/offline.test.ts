@@ -239,6 +239,40 @@ describe("offline backfill", () => {
     expect(await rawScan(dir)).toEqual(before);
   });
 
+  it("SIGINT stops gracefully with exit 130 and a checkpoint; the rerun resumes after it", async () => {
+    const { dir, expected } = await dataset(200, 2, 0);
+    const args = [
+      `--collection=${COLLECTION}`,
+      "--partition=0",
+      `--data-dir=${dir}`,
+      "--parallel=1",
+    ];
+    const run = runBin([...args, "--throttle=40", "--json", "--checkpoint-interval=1"]);
+    // Interrupt once the conversion is under way (the first plain progress line).
+    run.child.stderr?.on("data", (d: Buffer) => {
+      if (d.toString().includes("odgm-backfill: convert")) run.child.kill("SIGINT");
+    });
+    const first = await run;
+    expect(first.code, first.stderr).toBe(130);
+    expect(first.stderr).toContain("SIGINT: finishing in-flight objects and saving the checkpoint");
+    const s1 = JSON.parse(first.stdout);
+    expect(s1).toMatchObject({ interrupted: true, ok: false, failed: 0 });
+    expect(s1.converted).toBeGreaterThan(0);
+    expect(s1.converted + s1.remaining).toBe(200);
+
+    const second = await runBin([...args, "--json"]);
+    expect(second.code, second.stderr).toBe(0);
+    const s2 = JSON.parse(second.stdout);
+    expect(s2).toMatchObject({
+      ok: true,
+      converted: s1.remaining,
+      remaining: 0,
+      convertedAllRuns: 200,
+    });
+    expect(BigInt(s2.resumedAfter)).toBeGreaterThanOrEqual(expected[0]?.id ?? 0n);
+    expect(blobCount(await rawScan(dir))).toBe(0);
+  });
+
   it("the real process exits 2 on bad flags, naming the problem", async () => {
     const bad = await runBin([
       `--collection=${COLLECTION}`,

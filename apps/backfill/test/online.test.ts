@@ -17,6 +17,7 @@ import {
 import { loadConfig, type OdgmNode, startOdgm } from "@oprc/odgm";
 import { afterEach, describe, expect, it } from "vitest";
 import { runBackfill } from "../src/index.js";
+import { openOnlineTarget } from "../src/online-target.js";
 import { runBin } from "./cli-process.js";
 import {
   blobCount,
@@ -224,5 +225,26 @@ describe("online backfill", () => {
       converted: 0,
       convertedAllRuns: 150,
     });
+  });
+
+  it("lists legacy ids page by page (short calls) in ascending order, after a given id", async () => {
+    const { expected, node: n } = await setup(50, 1);
+    const target = await openOnlineTarget({
+      endpoint: n.url,
+      collection: COLLECTION,
+      partition: PARTITION,
+      batchSize: 8,
+      listPageSize: 7,
+    });
+    try {
+      const all: bigint[] = [];
+      for await (const id of target.listIds()) all.push(id);
+      expect(all).toEqual(expected.map((o) => o.id));
+      const after: bigint[] = [];
+      for await (const id of target.listIds(expected[20]?.id)) after.push(id);
+      expect(after).toEqual(expected.slice(21).map((o) => o.id));
+    } finally {
+      await target.close();
+    }
   });
 });
