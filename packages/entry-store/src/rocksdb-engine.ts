@@ -1,3 +1,5 @@
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
 import { compareBytes } from "./bytes.js";
 import type {
   Keyspace,
@@ -10,6 +12,7 @@ import type {
   KvWriteOptions,
 } from "./kv.js";
 import { validateShardName } from "./memory-engine.js";
+import { WRITE_WORKER_SOURCE } from "./rocksdb-write-worker.js";
 import { StoreError } from "./store-error.js";
 
 // Minimal structural types of the parts of `@nxtedition/rocksdb` (abstract-level 1.x) we use.
@@ -56,6 +59,15 @@ export interface RocksEngineOptions {
    * stay atomic (a superset of atomic batches is atomic). Default true.
    */
   groupCommit?: boolean;
+  /**
+   * Where write batches are written. `"main"` (default): on the JS thread, as the binding
+   * does (a synced write blocks the event loop for one WAL sync). `"worker"`: on a worker
+   * thread sharing the database handle, so the event loop keeps serving while the WAL
+   * syncs; one batch is in flight at a time and writes arriving meanwhile form the next
+   * group. Needs the binding to be loaded by this package (not injected); otherwise the
+   * engine falls back to `"main"`.
+   */
+  writeThread?: "main" | "worker";
   /** Create the database when missing. Default true. */
   createIfMissing?: boolean;
   /**
@@ -75,6 +87,8 @@ export interface RocksEngineStats {
   batches: number;
   /** Of those, how many were synced. */
   syncedBatches: number;
+  /** Where batches are written: `"main"` or `"worker"`. */
+  writeThread: "main" | "worker";
 }
 
 /** A RocksDB-backed {@link KvEngine}. */
@@ -111,6 +125,103 @@ function readU32be(b: Uint8Array): number {
   if (b.length !== 4)
     throw new StoreError("corrupt_record", `shard tag must be 4 bytes, got ${b.length}`);
   return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, false);
+}
+
+/** Resolved path of the binding module, for the write worker; `undefined` when unresolvable. */
+function bindingPath(): string | undefined {
+  try {
+    return createRequire(import.meta.url).resolve("@nxtedition/rocksdb");
+  } catch {
+    return undefined;
+  }
+}
+
+/** The write worker: posts packed batches and resolves when the worker has written them. */
+class WriteWorker {
+  private readonly worker: Worker;
+  private readonly pending = new Map<
+    number,
+    { resolve: () => void; reject: (e: unknown) => void }
+  >();
+  private nextId = 0;
+  private failure: unknown;
+  readonly ready: Promise<void>;
+
+  constructor(handle: bigint, modulePath: string) {
+    this.worker = new Worker(WRITE_WORKER_SOURCE, {
+      eval: true,
+      workerData: { handle, modulePath, columns: COLUMNS },
+    });
+    this.worker.unref();
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.worker.once("message", (m: { ready?: boolean; fatal?: string }) => {
+        if (m.ready === true) resolve();
+        else reject(new StoreError("io", `RocksDB write worker failed to start: ${m.fatal}`));
+      });
+    });
+    this.ready.catch(() => undefined);
+    this.worker.on("message", (m: { id?: number; error?: string }) => {
+      if (m.id === undefined) return;
+      const p = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) this.worker.unref();
+      if (m.error === undefined) p?.resolve();
+      else p?.reject(new StoreError("io", `RocksDB write failed: ${m.error}`));
+    });
+    this.worker.on("error", (e) => this.failAll(StoreError.from(e, "io")));
+    this.worker.on("exit", () =>
+      this.failAll(new StoreError("closed", "RocksDB write worker exited")),
+    );
+  }
+
+  private failAll(e: unknown): void {
+    this.failure ??= e;
+    for (const p of this.pending.values()) p.reject(e);
+    this.pending.clear();
+  }
+
+  async write(buf: Uint8Array, sync: boolean): Promise<void> {
+    await this.ready;
+    if (this.failure !== undefined) throw this.failure;
+    return new Promise<void>((resolve, reject) => {
+      const id = this.nextId++;
+      this.pending.set(id, { resolve, reject });
+      this.worker.ref(); // a write in flight keeps the process alive
+      this.worker.postMessage({ id, sync, buf: buf.buffer }, [buf.buffer as ArrayBuffer]);
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.worker.terminate();
+  }
+}
+
+/** Packs a group of shard writes into the worker's record format. */
+function packGroup(group: readonly PendingWrite[]): Uint8Array {
+  let size = 0;
+  for (const w of group) {
+    for (const op of w.ops)
+      size += 6 + w.tag.length + op.key.length + (op.type === "put" ? 4 + op.value.length : 0);
+  }
+  const buf = new Uint8Array(size);
+  const view = new DataView(buf.buffer);
+  let at = 0;
+  for (const w of group) {
+    for (const op of w.ops) {
+      buf[at] = op.type === "put" ? 1 : 2;
+      buf[at + 1] = COLUMNS.indexOf(op.keyspace);
+      view.setUint32(at + 2, w.tag.length + op.key.length, true);
+      buf.set(w.tag, at + 6);
+      buf.set(op.key, at + 6 + w.tag.length);
+      at += 6 + w.tag.length + op.key.length;
+      if (op.type === "put") {
+        view.setUint32(at, op.value.length, true);
+        buf.set(op.value, at + 4);
+        at += 4 + op.value.length;
+      }
+    }
+  }
+  return buf;
 }
 
 async function loadBinding(): Promise<RocksBinding> {
@@ -266,13 +377,24 @@ class RocksEngineImpl implements RocksEngine {
   private pending: PendingWrite[] = [];
   private scheduled = false;
   private open = true;
-  private readonly counters: RocksEngineStats = { writes: 0, batches: 0, syncedBatches: 0 };
+  /** Worker mode: a batch is being written; new writes wait for the next group. */
+  private inFlight = false;
+  private idle: (() => void) | undefined;
+  private readonly counters: RocksEngineStats;
 
   constructor(
     readonly location: string,
     private readonly db: RocksLevelInstance,
     private readonly groupCommit: boolean,
-  ) {}
+    private readonly worker: WriteWorker | undefined,
+  ) {
+    this.counters = {
+      writes: 0,
+      batches: 0,
+      syncedBatches: 0,
+      writeThread: worker === undefined ? "main" : "worker",
+    };
+  }
 
   use(): RocksLevelInstance {
     if (!this.open) throw new StoreError("closed", `RocksDB engine ${this.location} is closed`);
@@ -364,13 +486,53 @@ class RocksEngineImpl implements RocksEngine {
     this.counters.writes++;
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ ops, tag, sync, resolve, reject });
-      if (!this.groupCommit) {
+      if (this.worker !== undefined) {
+        if (!this.inFlight && !this.scheduled) {
+          this.scheduled = true;
+          setImmediate(() => {
+            this.scheduled = false;
+            this.flushToWorker();
+          });
+        }
+      } else if (!this.groupCommit) {
         this.flush();
       } else if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
       }
     });
+  }
+
+  /**
+   * Worker mode: writes the pending group (every pending batch with group commit, else the
+   * oldest one) as one RocksDB write batch on the worker; when it lands, the writes that
+   * arrived meanwhile form the next group. One batch in flight keeps writes in order.
+   */
+  private flushToWorker(): void {
+    const worker = this.worker as WriteWorker;
+    if (this.inFlight || this.pending.length === 0) {
+      if (!this.inFlight) this.idle?.();
+      return;
+    }
+    const group = this.groupCommit ? this.pending.splice(0) : this.pending.splice(0, 1);
+    let sync = false;
+    for (const w of group) if (w.sync) sync = true;
+    this.inFlight = true;
+    this.counters.batches++;
+    if (sync) this.counters.syncedBatches++;
+    worker.write(packGroup(group), sync).then(
+      () => {
+        this.inFlight = false;
+        for (const w of group) w.resolve();
+        this.flushToWorker();
+      },
+      (err: unknown) => {
+        this.inFlight = false;
+        const e = this.ioError(err);
+        for (const w of group) w.reject(e);
+        this.flushToWorker();
+      },
+    );
   }
 
   /** Writes every pending batch as one RocksDB write batch (one WAL sync). */
@@ -413,7 +575,19 @@ class RocksEngineImpl implements RocksEngine {
   async close(): Promise<void> {
     if (!this.open) return;
     // Let queued writes land first.
-    if (this.pending.length > 0) this.flush();
+    if (this.worker !== undefined) {
+      // Refuse new writes, then let the queued ones land.
+      this.open = false;
+      if (this.inFlight || this.pending.length > 0) {
+        await new Promise<void>((resolve) => {
+          this.idle = resolve;
+          if (!this.inFlight && !this.scheduled) this.flushToWorker();
+        });
+      }
+      await this.worker.stop();
+    } else if (this.pending.length > 0) {
+      this.flush();
+    }
     this.open = false;
     try {
       await this.db.close();
@@ -459,5 +633,20 @@ export async function openRocksEngine(options: RocksEngineOptions): Promise<Rock
   } catch (err) {
     throw mapOpenError(err, options.location);
   }
-  return new RocksEngineImpl(options.location, db, options.groupCommit !== false);
+  let worker: WriteWorker | undefined;
+  if (options.writeThread === "worker" && options.binding === undefined) {
+    const modulePath = bindingPath();
+    const handle = (db as { handle?: unknown }).handle;
+    if (modulePath !== undefined && typeof handle === "bigint") {
+      worker = new WriteWorker(handle, modulePath);
+      try {
+        await worker.ready;
+      } catch (err) {
+        await worker.stop();
+        await db.close();
+        throw StoreError.from(err);
+      }
+    }
+  }
+  return new RocksEngineImpl(options.location, db, options.groupCommit !== false, worker);
 }

@@ -2,7 +2,7 @@
 // acknowledged write; it is killed with SIGKILL at a random moment; after reopening,
 // every acknowledged write must be there and the derived records must agree.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,7 +22,12 @@ interface Line {
 }
 
 /** Runs one child until a random number of acknowledged writes, then SIGKILLs it. */
-function runAndKill(dir: string, seed: number): Promise<Line[]> {
+function runAndKill(
+  dir: string,
+  logPath: string,
+  seed: number,
+  writeThread: "main" | "worker",
+): Promise<Line[]> {
   return new Promise((resolve, reject) => {
     const child: ChildProcess = spawn(
       process.execPath,
@@ -36,6 +41,8 @@ function runAndKill(dir: string, seed: number): Promise<Line[]> {
         dir,
         String(seed),
         "4",
+        writeThread,
+        logPath,
       ],
       { cwd: fixtures, stdio: ["ignore", "pipe", "pipe"] },
     );
@@ -65,10 +72,22 @@ function runAndKill(dir: string, seed: number): Promise<Line[]> {
       stderr += chunk.toString("utf8");
     });
     child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      // A partial last line was never acknowledged: drop it (buf holds it).
-      if (signal === "SIGKILL") resolve(lines);
-      else reject(new Error(`writer exited with ${code} ${signal}: ${stderr}`));
+    child.on("close", (code, signal) => {
+      if (signal !== "SIGKILL") {
+        reject(new Error(`writer exited with ${code} ${signal}: ${stderr}`));
+        return;
+      }
+      // The record is the log file the child wrote synchronously; stdout (which may lose
+      // queued lines on SIGKILL) only paced the kill. A partial last line was never
+      // acknowledged: drop it.
+      const text = readFileSync(logPath, "utf8");
+      const complete = text.slice(0, text.lastIndexOf("\n") + 1);
+      resolve(
+        complete
+          .split("\n")
+          .filter((l) => l.length > 0)
+          .map((l) => JSON.parse(l) as Line),
+      );
     });
   });
 }
@@ -99,7 +118,7 @@ async function stateOf(
   };
 }
 
-async function verify(dir: string, lines: Line[]): Promise<number> {
+async function verify(dir: string, lines: Line[], label: string): Promise<number> {
   expect(lines.some((l) => l.t === "error")).toBe(false);
   const lastAck = new Map<string, Line>();
   const intents = new Map<string, Line>();
@@ -120,11 +139,11 @@ async function verify(dir: string, lines: Line[]): Promise<number> {
       // yet acknowledged) may also have landed — entirely, never partly.
       expect(
         got.version === acked || got.version === acked + 1,
-        `${id}: version ${got.version} vs acked ${acked}`,
+        `${label} ${id}: version ${got.version} vs acked ${acked}`,
       ).toBe(true);
       const expected =
         got.version === acked ? ack.state : intents.get(`${id}@${got.version}`)?.state;
-      expect(got.state, `${id} at version ${got.version}`).toBe(expected);
+      expect(got.state, `${label} ${id} at version ${got.version}`).toBe(expected);
       if (got.state !== "deleted") {
         live++;
         expect((await store.getMetadata(id))?.entryCount).toBe(got.count);
@@ -164,13 +183,16 @@ describe("crash safety (SIGKILL of a real writer process)", () => {
     for (let i = 0; i < seeds.length; i += PARALLEL) {
       await Promise.all(
         seeds.slice(i, i + PARALLEL).map(async (seed) => {
-          const dir = mkdtempSync(join(tmpdir(), "entry-store-crash-"));
+          const root = mkdtempSync(join(tmpdir(), "entry-store-crash-"));
+          const dir = join(root, "db");
           try {
-            const lines = await runAndKill(dir, seed);
+            // Half the trials write through the worker thread, half on the main thread.
+            const mode = seed % 2 === 0 ? "main" : "worker";
+            const lines = await runAndKill(dir, join(root, "writer.log"), seed, mode);
             acknowledged += lines.filter((l) => l.t === "ack").length;
-            await verify(dir, lines);
+            await verify(dir, lines, `seed ${seed} (${mode}, ${lines.length} lines)`);
           } finally {
-            rmSync(dir, { recursive: true, force: true });
+            rmSync(root, { recursive: true, force: true });
           }
         }),
       );
