@@ -11,6 +11,7 @@ const { values } = parseArgs({
     trace: { type: "boolean", default: false },
     "silent-drops": { type: "boolean", default: false },
     "trace-messages": { type: "boolean", default: false },
+    "no-commit-rule": { type: "boolean", default: false },
     "stop-on-failure": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
     quiet: { type: "boolean", default: false },
@@ -37,6 +38,7 @@ for (let i = 0; i < seeds; i++) {
     ...(values.ticks !== undefined ? { ticks: Number(values.ticks) } : {}),
     ...(values["silent-drops"] ? { silentDrops: true } : {}),
     ...(values["trace-messages"] ? { traceMessages: true } : {}),
+    ...(values["no-commit-rule"] ? { commitRuleCheck: false } : {}),
     ...(values.trace ? { trace: (l: string) => console.log(l) } : {}),
   });
   ops += r.stats.opsOk;

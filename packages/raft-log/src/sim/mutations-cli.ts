@@ -2,6 +2,7 @@
 // reintroduced bug, copy src/ to a temporary directory, patch the core, and run the simulator
 // of the copy until a seed fails. Usage (from the package directory):
 //   pnpm --filter @oprc/raft-log mutations [--seeds 1000] [--only name,...] [--jobs 2]
+//     [--no-commit-rule]   (end-to-end checks only: invariants, durability, liveness, WGL)
 import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,6 +16,7 @@ const { values } = parseArgs({
     start: { type: "string", default: "1" },
     only: { type: "string" },
     jobs: { type: "string", default: "2" },
+    "no-commit-rule": { type: "boolean", default: false },
   },
 });
 const here = dirname(fileURLToPath(import.meta.url));
@@ -52,6 +54,7 @@ function runChild(src: string, start: number, seeds: number): Promise<ChildResul
     "--stop-on-failure",
     "--skip-known",
     "--json",
+    ...(values["no-commit-rule"] ? ["--no-commit-rule"] : []),
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
@@ -85,7 +88,11 @@ async function runOne(m: Mutation): Promise<Outcome> {
       secs += r.secs;
       const f = r.first[0];
       if (f === undefined) break;
-      if (runSimulation({ seed: f.seed }).failure === undefined) {
+      const base = runSimulation({
+        seed: f.seed,
+        ...(values["no-commit-rule"] ? { commitRuleCheck: false } : {}),
+      });
+      if (base.failure === undefined) {
         return {
           name: m.name,
           caught: true,

@@ -1,6 +1,7 @@
 import { type CheckVerdict, checkOperations } from "../checker/check-operations.js";
 import { createHistoryRecorder, type HistoryRecorder } from "../checker/history-recorder.js";
 import { type KvInput, type KvOutput, kvModel } from "../checker/kv-model.js";
+import { applyConfChange } from "../core/conf-change.js";
 import { createInvariantChecker, type InvariantSubject } from "../core/invariants.js";
 import type { Message } from "../core/message.js";
 import { createPrng } from "../core/prng.js";
@@ -23,6 +24,12 @@ export type SimCheck =
   | "invariant"
   /** A durable promise was lost: a term or vote revealed in a message, or an acked entry. */
   | "durability"
+  /**
+   * A leader advanced its commit index against the commit rules: to an entry of an earlier
+   * term (§5.4.2, scenario 25), or to an index not stored by a majority of each of its voter
+   * sets (scenario 33 for joint configurations).
+   */
+  | "commit_rule"
   /** The core threw an internal assertion (`invariant_violation` / `invalid_state`). */
   | "core_assertion"
   /** After healing, no leader committed a proposal within 10 election timeouts. */
@@ -52,6 +59,11 @@ export interface SimOptions {
    * Silent mode exposes two core liveness bugs (see src/sim/README.md).
    */
   readonly silentDrops?: boolean;
+  /**
+   * Check the leader commit rules after every step (see {@link SimCheck} `commit_rule`).
+   * Default true; off shows what the end-to-end checks alone catch.
+   */
+  readonly commitRuleCheck?: boolean;
   /** With `trace`: also print every delivered message. */
   readonly traceMessages?: boolean;
   /** Print a trace of fault events to this sink (debugging a replay). */
@@ -264,6 +276,9 @@ class Simulation {
   private readonly earlySend: boolean;
   private readonly maxDisk: number;
   private readonly pCrash: number;
+  private readonly storm: boolean;
+  /** Faults planned for a later tick (membership-aware partitions). */
+  private readonly scheduled: { at: number; run: () => void }[] = [];
   private readonly pPartition: number;
   private readonly pHeal: number;
   private readonly pCompact: number;
@@ -273,6 +288,9 @@ class Simulation {
   private readonly ticks: number;
   private readonly maxCheckSteps: number;
   private faultsOn = true;
+  private readonly commitRule: boolean;
+  /** Last observation of each node incarnation as leader (commit rule check). */
+  private readonly leaderSeen = new Map<number, { term: number; commit: number; conf: string }>();
   private readonly unreachable: [number, number][] = [];
   private readonly snapStatus: [number, number, boolean][] = [];
   private readonly reporting: boolean;
@@ -286,6 +304,7 @@ class Simulation {
     this.rnd = createPrng(Math.imul(o.seed ^ 0x5bd1e995, 0x27d4eb2d) ^ 0x9e3779b9);
     this.trace = o.trace;
     this.traceMessages = o.traceMessages ?? false;
+    this.commitRule = o.commitRuleCheck ?? true;
     this.ticks = o.ticks ?? 100;
     this.maxCheckSteps = o.maxCheckSteps ?? 200_000;
     const r = this.rnd;
@@ -299,11 +318,14 @@ class Simulation {
     this.chunkSize = pick([8, 32, 1 << 20]);
     this.earlySend = r() < 0.5;
     this.maxDisk = pick([0, 1, 3, 6]);
-    this.pCrash = pick([0, 0.01, 0.03, 0.06]);
+    // A quarter of the seeds are "leader storms": frequent, short crashes, mostly of the
+    // leader — the Figure 8 pattern (leaders that append and die before replicating).
+    this.storm = r() < 0.25;
+    this.pCrash = this.storm ? pick([0.1, 0.2]) : pick([0, 0.01, 0.03, 0.06]);
     this.pPartition = pick([0, 0.02, 0.05, 0.1]);
     this.pHeal = pick([0.03, 0.1, 0.25]);
     this.pCompact = pick([0, 0.02, 0.08]);
-    this.pChurn = pick([0, 0.02, 0.06]);
+    this.pChurn = pick([0, 0.02, 0.06, 0.15]);
     this.pTransfer = pick([0, 0.01, 0.04]);
     // Lease reads assume bounded clock drift and no restarts within a lease: only in runs
     // without crashes, membership churn or transfers.
@@ -483,7 +505,8 @@ class Simulation {
     nd.inflight = undefined;
     nd.waiters.clear();
     nd.readWaiters.clear();
-    nd.restartAt = this.now + Math.floor(this.rnd() * this.electionTick * 3 * STEPS_PER_TICK);
+    const down = this.storm ? 1 : 3;
+    nd.restartAt = this.now + Math.floor(this.rnd() * this.electionTick * down * STEPS_PER_TICK);
   }
 
   // ------------------------------------------------------------------ main loop
@@ -565,6 +588,7 @@ class Simulation {
       // One slice of the whole retained log per check (the checker reads every index).
       const first = st.firstIndex;
       const ents = st.lastIndex >= first ? raft.log.slice(first, st.lastIndex + 1) : [];
+      if (this.commitRule) this.checkCommitRule(nd, inc, st, ents);
       subjects.push({
         status: (): RaftStatus => status,
         entryAt: (i) => (i < first ? undefined : ents[i - first]),
@@ -577,6 +601,48 @@ class Simulation {
         throw new Failure("invariant", `${e.message} (ids are node*1000+incarnation)`);
       }
       throw e;
+    }
+  }
+
+  /**
+   * A leader's commit index may only move (within its term, with an unchanged
+   * configuration) to an entry of its own term that a majority of each voter set stores.
+   */
+  private checkCommitRule(
+    nd: SimNode,
+    inc: number,
+    st: RaftStatus,
+    ents: readonly { readonly term: number }[],
+  ): void {
+    if (st.role !== "leader") {
+      this.leaderSeen.delete(inc);
+      return;
+    }
+    const cs = st.confState;
+    const conf = `${cs.voters.join(",")}|${cs.votersOutgoing.join(",")}`;
+    const prev = this.leaderSeen.get(inc);
+    this.leaderSeen.set(inc, { term: st.term, commit: st.commit, conf });
+    if (prev === undefined || prev.term !== st.term || st.commit <= prev.commit) return;
+    const e = ents[st.commit - st.firstIndex];
+    if (e !== undefined && e.term !== st.term) {
+      throw new Failure(
+        "commit_rule",
+        `leader ${nd.id} (term ${st.term}) advanced commit ${prev.commit} → ${st.commit}, an entry of term ${e.term} (§5.4.2)`,
+      );
+    }
+    if (prev.conf !== conf) return;
+    for (const [name, set] of [
+      ["C_new", cs.voters],
+      ["C_old", cs.votersOutgoing],
+    ] as const) {
+      if (set.length === 0) continue;
+      const have = set.filter((id) => (st.match.get(id) ?? 0) >= st.commit).length;
+      if (have * 2 <= set.length) {
+        throw new Failure(
+          "commit_rule",
+          `leader ${nd.id} (term ${st.term}) committed ${st.commit} stored by ${have} of ${name} {${set.join(",")}}`,
+        );
+      }
     }
   }
 
@@ -780,8 +846,16 @@ class Simulation {
     // Crashes (the leader more often than others).
     if (r() < this.pCrash) {
       const live = this.nodes.filter((x) => x.raft !== undefined);
-      const victim = leader !== undefined && r() < 0.5 ? leader : this.pickOf(live);
+      const victim =
+        leader !== undefined && r() < (this.storm ? 0.85 : 0.5) ? leader : this.pickOf(live);
       if (victim !== undefined) this.crash(victim);
+    }
+    for (let i = this.scheduled.length - 1; i >= 0; i--) {
+      const job = this.scheduled[i];
+      if (job !== undefined && job.at <= this.tickNo) {
+        this.scheduled.splice(i, 1);
+        job.run();
+      }
     }
     // Partitions.
     if (this.net.cuts > 0 && r() < this.pHeal) {
@@ -902,6 +976,34 @@ class Simulation {
     this.log(`conf change ${JSON.stringify(cc)} on ${leader.id}`);
     this.guard(() => raft.proposeConfChange(cc));
     this.drive(leader);
+    // Membership-aware nemesis: a while later, cut the voters leaving the configuration
+    // (plus some others) from the rest, so that nodes holding different configurations
+    // and different logs have to elect leaders.
+    let next: ConfState | undefined;
+    try {
+      next = applyConfChange(cs, cc);
+    } catch {
+      next = undefined;
+    }
+    if (next !== undefined && r() < 0.6) {
+      const incoming = new Set(next.voters);
+      const group = this.ids.filter(
+        (id) => (cs.voters.includes(id) && !incoming.has(id)) || r() < 0.25,
+      );
+      const rest = this.ids.filter((id) => !group.includes(id));
+      const at = this.tickNo + Math.floor(r() * 2 * this.electionTick);
+      if (group.length > 0 && rest.length > 0) {
+        this.scheduled.push({
+          at,
+          run: () => {
+            this.stats.partitions++;
+            this.net.heal();
+            this.net.split(group, rest);
+            this.log(`membership split ${group.join(",")} | ${rest.join(",")}`);
+          },
+        });
+      }
+    }
   }
 
   /** One-line state of every node (for failure messages). */
