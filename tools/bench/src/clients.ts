@@ -2,7 +2,7 @@ import http from "node:http";
 import type { Client } from "@connectrpc/connect";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { DataService } from "@oprc/grpc-api";
+import { DataService, Health } from "@oprc/grpc-api";
 
 /** Per-call bound: a hung request fails instead of stalling the run. */
 export const CALL_TIMEOUT_MS = 10_000;
@@ -16,6 +16,11 @@ export function grpcClient(baseUrl: string): Client<typeof DataService> {
     DataService,
     createGrpcTransport({ baseUrl, defaultTimeoutMs: CALL_TIMEOUT_MS }),
   );
+}
+
+/** A connect-node gRPC client of the standard health service (`grpc.health.v1.Health`). */
+export function healthClient(baseUrl: string): Client<typeof Health> {
+  return createClient(Health, createGrpcTransport({ baseUrl, defaultTimeoutMs: CALL_TIMEOUT_MS }));
 }
 
 /** An HTTP/1.1 keep-alive client bound to one server: `maxSockets` = the highest concurrency. */

@@ -7,8 +7,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { Client } from "@connectrpc/connect";
-import type { DataService } from "@oprc/grpc-api";
-import { grpcClient, type HttpClient, httpClient, pick } from "./clients.js";
+import type { DataService, Health } from "@oprc/grpc-api";
+import { grpcClient, type HttpClient, healthClient, httpClient, pick } from "./clients.js";
 import { fmtLoad, machineInfo } from "./machine.js";
 import { measure, type Sample, type Subject, sampleKey } from "./measure.js";
 import {
@@ -47,8 +47,8 @@ const { values: args } = parseArgs({
 });
 
 const mode = args.quick ? "quick" : args.full ? "full" : "default";
-const rounds = Number(args.rounds ?? (mode === "quick" ? 1 : 3));
-const durationMs = Math.min(3000, Number(args["duration-ms"] ?? (mode === "quick" ? 150 : 2000)));
+const rounds = Number(args.rounds ?? (mode === "quick" ? 1 : 5));
+const durationMs = Math.min(3000, Number(args["duration-ms"] ?? (mode === "quick" ? 150 : 1500)));
 const budget = {
   durationMs,
   warmupMs: mode === "quick" ? 50 : 300,
@@ -164,12 +164,14 @@ function grpcSubjects(
   prefix: string,
   pid: number,
   c: Client<typeof DataService>,
+  health: Client<typeof Health>,
   n: number,
 ): Subject[] {
   const batch10 = batchValues(10);
   const batch50 = batchValues(50);
   return [
     { id: `${prefix}.Capabilities`, pid, call: () => c.capabilities({}) },
+    { id: `${prefix}.HealthCheck`, pid, call: () => health.check({}) },
     {
       id: `${prefix}.SetValue`,
       pid,
@@ -343,7 +345,7 @@ async function main(): Promise<void> {
 
     const subjects: Subject[] = [
       { id: "h2.empty", pid: h2.child.pid, call: () => grpcH2.capabilities({}) },
-      ...grpcSubjects("grpc", odgm.child.pid, grpcMain, MAIN_OBJECTS),
+      ...grpcSubjects("grpc", odgm.child.pid, grpcMain, healthClient(odgm.url), MAIN_OBJECTS),
       { id: "hono.trivial", pid: hono.child.pid, call: () => restHono.request("GET", "/") },
       ...restSubjects(odgm.child.pid, restMain, MAIN_OBJECTS),
     ];
@@ -427,13 +429,18 @@ async function main(): Promise<void> {
     }
 
     // Every subject must work before anything is timed.
-    await verify(grpcMain);
-    for (const s of subjects) {
-      try {
-        await s.call(0, 0);
-      } catch (err) {
-        throw new Error(`subject ${s.id} failed its first call: ${(err as Error).message}`);
+    try {
+      await verify(grpcMain);
+      for (const s of subjects) {
+        try {
+          await s.call(0, 0);
+        } catch (err) {
+          throw new Error(`subject ${s.id} failed its first call: ${(err as Error).message}`);
+        }
       }
+    } catch (err) {
+      process.stderr.write(`odgm output (last 3000 chars):\n${odgm.child.output().slice(-3000)}\n`);
+      throw err;
     }
     log(`${subjects.length} subjects verified; measuring`);
 

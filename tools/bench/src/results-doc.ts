@@ -74,6 +74,7 @@ function groupTables(info: RunInfo): GroupTable[] {
       rows: [
         { label: "raw node:http2, gRPC-framed empty reply (baseline)", key: k("h2.empty", c) },
         { label: "connect-node empty RPC: odgm Capabilities (baseline)", key: g("Capabilities") },
+        { label: "grpc.health.v1 Health/Check on odgm", key: g("HealthCheck") },
         { label: "SetValue (sync)", key: g("SetValue") },
         { label: "GetValue", key: g("GetValue") },
         { label: "BatchSetValues, 10 entries (sync)", key: g("Batch10") },
@@ -314,7 +315,7 @@ export function buildResultsMarkdown(
         ],
         [
           "loading",
-          "straight into each node's data dir through the entry store (`createEntryStore` + `openRocksEngine`, WAL sync off, 512 objects in flight) before odgm starts",
+          "straight into each node's data dir through the entry store (`createEntryStore` + `openRocksEngine`, WAL sync off, 512 objects in flight, then reopened once so the WAL is flushed to SST files) before odgm starts",
         ],
         [
           "odgm",
