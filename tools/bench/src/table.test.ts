@@ -21,6 +21,7 @@ describe("number formats", () => {
   it("formats ratios and spreads", () => {
     expect(fmtRatio(0.4567)).toBe("0.46×");
     expect(fmtRatio(12.34)).toBe("12.3×");
+    expect(fmtRatio(0.003456)).toBe("0.0035×");
     expect(fmtRatioSpread({ min: 0.4, median: 0.5, max: 0.61 })).toBe("0.50× (0.40–0.61×)");
     expect(fmtRatioSpread({ min: 2, median: 2, max: 2 })).toBe("2.00×");
     expect(fmtSpread({ min: 900, median: 1000, max: 1100 })).toBe("1 000 (900–1 100)");

@@ -38,12 +38,13 @@ export function fmt(n: number): string {
   return n.toPrecision(2);
 }
 
-/** A ratio as `0.42×`; `—` for NaN. */
+/** A ratio as `0.42×` (two significant digits below 0.1: `0.0034×`); `—` for NaN. */
 export function fmtRatio(r: number): string {
   if (!Number.isFinite(r)) return "—";
   if (r >= 100) return `${r.toFixed(0)}×`;
   if (r >= 10) return `${r.toFixed(1)}×`;
-  return `${r.toFixed(2)}×`;
+  if (r >= 0.1 || r === 0) return `${r.toFixed(2)}×`;
+  return `${r.toPrecision(2)}×`;
 }
 
 /** A spread of ratios as `median× (min–max)`; the median alone when only one round. */
