@@ -13,6 +13,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { create, create as createMessage, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { encodeEntryKey } from "@oprc/granular-key";
 import {
@@ -34,6 +35,11 @@ import { openRocksEngine, type RocksEngine } from "./rocksdb-engine.js";
 const dir = mkdtempSync(join(tmpdir(), "entry-store-bench-"));
 const rocks = await openRocksEngine({ location: join(dir, "main") });
 const rocksGrouped = await openRocksEngine({ location: join(dir, "grouped"), groupCommit: true });
+const rocksWorker = await openRocksEngine({
+  location: join(dir, "worker"),
+  groupCommit: true,
+  writeThread: "worker",
+});
 const rocksUngrouped = await openRocksEngine({
   location: join(dir, "ungrouped"),
   groupCommit: false,
@@ -78,6 +84,7 @@ afterAll(async () => {
   for (const f of Object.values(fixtures)) await f.store.close();
   await rocks.close();
   await rocksGrouped.close();
+  await rocksWorker.close();
   await rocksUngrouped.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -247,6 +254,7 @@ test("rocksdb: single-entry set throughput, sync and group commit", async ({ ben
   const WRITERS = 32;
   const groupedStore = await createEntryStore({ engine: rocksGrouped, shard: "tp/0" });
   const ungroupedStore = await createEntryStore({ engine: rocksUngrouped, shard: "tp/0" });
+  const workerStore = await createEntryStore({ engine: rocksWorker, shard: "tp/0" });
   const raw = await rocksUngrouped.openShard("tp/raw");
   const key = encodeEntryKey("raw", { str: "k" });
   const bytes = encodeEntry(value(1), 1n, 0n);
@@ -256,6 +264,8 @@ test("rocksdb: single-entry set throughput, sync and group commit", async ({ ben
   const NOSYNC = "setEntry, sync off, one at a time";
   const GROUP = `setEntry, sync on, ${WRITERS} concurrent writers per iteration, group commit`;
   const NOGROUP = `setEntry, sync on, ${WRITERS} concurrent writers per iteration, no group commit`;
+  const WSYNC = "setEntry, sync on, one at a time, write worker thread";
+  const WGROUP = `setEntry, sync on, ${WRITERS} concurrent writers per iteration, group commit, write worker thread`;
   const r = await bench.compare(
     bench(RAW, async () => {
       await raw.write([{ type: "put", keyspace: "objects", key, value: bytes }], { sync: true });
@@ -282,6 +292,17 @@ test("rocksdb: single-entry set throughput, sync and group commit", async ({ ben
         ),
       );
     }),
+    bench(WSYNC, async () => {
+      await workerStore.setEntry(`ws${i++ & 255}`, "k", value(i), { sync: true });
+    }),
+    bench(WGROUP, async () => {
+      const n = i++;
+      await Promise.all(
+        Array.from({ length: WRITERS }, (_, w) =>
+          workerStore.setEntry(`wg${w}`, "k", value(n), { sync: true }),
+        ),
+      );
+    }),
     { time: 3000, warmupTime: 300 },
   );
   const base = r.get(RAW).latency.mean;
@@ -292,8 +313,27 @@ test("rocksdb: single-entry set throughput, sync and group commit", async ({ ben
     [NOSYNC, perWrite(NOSYNC, 1)],
     [GROUP, perWrite(GROUP, WRITERS)],
     [NOGROUP, perWrite(NOGROUP, WRITERS)],
+    [WSYNC, perWrite(WSYNC, 1)],
+    [WGROUP, perWrite(WGROUP, WRITERS)],
   ];
   const st = rocksGrouped.stats();
+  const wst = rocksWorker.stats();
+  // How long the event loop is blocked while 32 writers write 2,000 synced entries.
+  const loopDelay = async (store: EntryStore): Promise<string> => {
+    const h = monitorEventLoopDelay({ resolution: 1 });
+    h.enable();
+    for (let k = 0; k < 64; k++) {
+      await Promise.all(
+        Array.from({ length: WRITERS }, (_, w) =>
+          store.setEntry(`d${w}`, "k", value(k), { sync: true }),
+        ),
+      );
+    }
+    h.disable();
+    return `p50 ${(h.percentile(50) / 1e6).toFixed(2)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(2)} ms, max ${(h.max / 1e6).toFixed(2)} ms`;
+  };
+  const mainDelay = await loopDelay(groupedStore);
+  const workerDelay = await loopDelay(workerStore);
   tables.push(
     [
       "### rocksdb: single-entry set throughput",
@@ -305,10 +345,16 @@ test("rocksdb: single-entry set throughput, sync and group commit", async ({ ben
       ),
       "",
       `group commit engine: ${st.writes} writes in ${st.batches} RocksDB batches (${(st.writes / Math.max(1, st.batches)).toFixed(1)} per synced batch)`,
+      `write-worker engine: ${wst.writes} writes in ${wst.batches} RocksDB batches (${(wst.writes / Math.max(1, wst.batches)).toFixed(1)} per synced batch)`,
+      "",
+      `event-loop delay (monitorEventLoopDelay, 1 ms resolution) while ${WRITERS} writers write ${WRITERS * 64} synced entries:`,
+      `- group commit on the main thread: ${mainDelay}`,
+      `- group commit on the write worker thread: ${workerDelay}`,
     ].join("\n"),
   );
   await groupedStore.close();
   await ungroupedStore.close();
+  await workerStore.close();
   void (rocksGrouped satisfies RocksEngine);
 });
 
