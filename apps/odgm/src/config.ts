@@ -50,6 +50,12 @@ export interface OdgmConfig {
   };
   /** Events V2: `ODGM_EVENT_*`, `ODGM_MAX_BATCH_TRIGGER_FANOUT`, `ODGM_MAX_TRIGGER_DEPTH`, `ODGM_TRIGGER_TIMEOUT_MS`. */
   readonly events: EventV2Config;
+  /**
+   * `ODGM_GRPC_FAST_PATH` (default true): serve plain binary gRPC unary calls of DataService
+   * and OprcFunction without connect's per-call pipeline; false sends every call through
+   * connect-node (same answers, slower).
+   */
+  readonly grpcFastPath: boolean;
   /** `ODGM_LOG_LEVEL` (default `info`). */
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** The raw environment, for packages that parse their own variables (events). */
@@ -205,6 +211,7 @@ export function loadConfig(env: Env): OdgmConfig {
       shutdownTimeoutMs: int(env, "ODGM_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     },
     events: parseEvents(env),
+    grpcFastPath: bool(env, "ODGM_GRPC_FAST_PATH", true),
     logLevel: logLevel as OdgmConfig["logLevel"],
     env,
   };

@@ -1,3 +1,4 @@
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -6,8 +7,10 @@ import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-sto
 import {
   CreateCollectionRequestSchema,
   CreateCollectionResponseSchema,
+  createDataServiceImpl,
   createHealthService,
   createOdgmConnectRoutes,
+  createOprcFunctionImpl,
   DataService,
   ListCollectionsResponseSchema,
   MaintenanceService,
@@ -26,8 +29,12 @@ import { createRouteTriggerSink } from "./invoke/route-trigger-sink.js";
 import { createLocalDataPlane } from "./local-data-plane.js";
 import { createMaintenanceService, sampleLegacyBlobs } from "./maintenance/maintenance-service.js";
 import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js";
-import { createRpcInterceptor } from "./observability/rpc-interceptor.js";
-import { createDualProtocolServer } from "./server/dual-protocol-server.js";
+import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
+import {
+  createDualProtocolServer,
+  type DualRequestHandler,
+} from "./server/dual-protocol-server.js";
+import { createGrpcUnaryFastPath } from "./server/grpc-unary-fast-path.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 
 /** Name of the shard holding the node's own records (collection registry). */
@@ -188,7 +195,8 @@ export async function startOdgm(
       router.service(MaintenanceService, maintenance);
     };
     // REST runs over the same handlers through an in-process Connect transport.
-    const interceptors = [createRpcInterceptor(metrics)];
+    const instrument = createRpcInstrument(metrics);
+    const interceptors = [createRpcInterceptor(instrument)];
     const local = createRouterTransport(routes, { router: { interceptors } });
     const gateway = createRestGateway({
       data: createClient(DataService, local),
@@ -240,17 +248,42 @@ export async function startOdgm(
       }
     });
 
-    const handler = connectNodeAdapter({
+    const connectHandler = connectNodeAdapter({
       routes: allRoutes,
       interceptors,
       readMaxBytes: config.limits.maxMessageBytes,
       writeMaxBytes: config.limits.maxMessageBytes,
       fallback: getRequestListener(app.fetch) as never,
     });
+    // Plain gRPC unary calls of DataService and OprcFunction skip connect's per-call
+    // pipeline (see grpc-unary-fast-path.ts and BENCHMARKS.md); everything else is Connect's.
+    const fast = config.grpcFastPath
+      ? createGrpcUnaryFastPath({
+          services: [
+            { service: DataService, impl: createDataServiceImpl(plane, apiOptions) },
+            { service: OprcFunction, impl: createOprcFunctionImpl(plane, apiOptions) },
+          ],
+          readMaxBytes: config.limits.maxMessageBytes,
+          writeMaxBytes: config.limits.maxMessageBytes,
+          instrument,
+        })
+      : undefined;
+    const handler: DualRequestHandler =
+      fast === undefined
+        ? (connectHandler as DualRequestHandler)
+        : (req, res) => {
+            if (
+              req.httpVersionMajor === 2 &&
+              fast(req as Http2ServerRequest, res as Http2ServerResponse)
+            ) {
+              return;
+            }
+            connectHandler(req as never, res as never);
+          };
     const server = await createDualProtocolServer({
       host: config.http.host,
       port: config.http.port,
-      handler: handler as never,
+      handler,
       onError: (err) => logger.debug({ err }, "connection error"),
     });
     const host = config.http.host === "0.0.0.0" ? "127.0.0.1" : config.http.host;

@@ -1,7 +1,8 @@
 // Every DataService and OprcFunction RPC, with numeric and string ids and keys, against a
 // real odgm (RocksDB in a temp dir, gRPC over h2c on loopback) through two independent
-// clients: connect-node and Google's gRPC C-core (python3-grpcio). Each client runs the same
-// scenarios against its own fresh node; the transcripts must be identical.
+// clients: connect-node and Google's gRPC C-core (python3-grpcio), against the gRPC unary
+// fast path and (connect-node, ODGM_GRPC_FAST_PATH=false) against connect-node's own server
+// pipeline. Each run uses its own fresh node; all transcripts must be identical.
 import {
   create,
   type DescMessage,
@@ -37,11 +38,15 @@ const text = (b: Uint8Array | undefined): string | undefined =>
 const v = (s: string) => ({ data: utf8(s) });
 
 type Make = (n: TempNode) => Caller;
-const clients: [string, Make][] = [["connect-node", (n) => createConnectCaller(n.node.url)]];
+const FAST_OFF = { ODGM_GRPC_FAST_PATH: "false" };
+const clients: [string, Make, Record<string, string>][] = [
+  ["connect-node", (n) => createConnectCaller(n.node.url), {}],
+  ["connect-node, fast path off", (n) => createConnectCaller(n.node.url), FAST_OFF],
+];
 if (skipPythonInterop) {
   console.warn("ODGM_SKIP_PYTHON_INTEROP=1: skipping the grpc C-core (python3-grpcio) runs");
 } else {
-  clients.push(["grpc C-core (python3-grpcio)", (n) => createPythonCaller(n.target)]);
+  clients.push(["grpc C-core (python3-grpcio)", (n) => createPythonCaller(n.target), {}]);
 }
 
 const transcripts = new Map<string, Map<string, unknown[]>>();
@@ -97,11 +102,11 @@ const collectionEnv = (): Record<string, string> => ({
   ]),
 });
 
-describe.each(clients)("DataService and OprcFunction via %s", (client, make) => {
+describe.each(clients)("DataService and OprcFunction via %s", (client, make, env) => {
   let n: TempNode;
   let c: Caller;
   beforeAll(async () => {
-    n = await startTempNode(collectionEnv());
+    n = await startTempNode({ ...collectionEnv(), ...env });
     c = make(n);
   });
   afterAll(async () => {
@@ -439,11 +444,12 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make) => 
   });
 });
 
-describe.each(clients)("feature flags off, via %s", (client, make) => {
+describe.each(clients)("feature flags off, via %s", (client, make, env) => {
   let n: TempNode;
   let c: Caller;
   beforeAll(async () => {
     n = await startTempNode({
+      ...env,
       ODGM_ENABLE_STRING_IDS: "false",
       ODGM_ENABLE_STRING_KEYS: "false",
       ODGM_ENABLE_GRANULAR_STORAGE: "false",

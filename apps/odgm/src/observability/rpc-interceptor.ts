@@ -28,24 +28,32 @@ function objectIdOf(message: unknown): { id: string; str: boolean } | undefined 
 }
 
 /**
- * Counts every RPC by method and status code, times it, observes string-id lengths and
- * normalization failures, and wraps it in an OpenTelemetry span carrying `rpc.method` and
- * `object.id_str` (a no-op until an SDK registers a tracer provider).
+ * Runs one RPC under the service's instrumentation: counts it by method and status code,
+ * times it, observes string-id lengths and normalization failures, and wraps it in an
+ * OpenTelemetry span carrying `rpc.method` and `object.id_str` (a no-op until an SDK
+ * registers a tracer provider). `message` is the request (`undefined` for streams).
  */
-export function createRpcInterceptor(metrics: OdgmMetrics): Interceptor {
-  return (next) => (req) => {
-    const method = req.method.name;
+export type RpcInstrument = <T>(
+  service: string,
+  method: string,
+  message: unknown,
+  run: () => Promise<T>,
+) => Promise<T>;
+
+/** Creates the {@link RpcInstrument} shared by the Connect interceptor and the gRPC fast path. */
+export function createRpcInstrument(metrics: OdgmMetrics): RpcInstrument {
+  return (service, method, message, run) => {
     const started = performance.now();
-    const run = async (span: Span): Promise<Awaited<ReturnType<typeof next>>> => {
+    return tracer.startActiveSpan(`${service}/${method}`, async (span: Span) => {
       span.setAttribute("rpc.system", "grpc");
       span.setAttribute("rpc.method", method);
-      const id = req.stream ? undefined : objectIdOf(req.message);
+      const id = objectIdOf(message);
       if (id !== undefined) {
         span.setAttribute("object.id_str", id.id);
         if (id.str) metrics.stringIdLength.observe(Buffer.byteLength(id.id));
       }
       try {
-        const res = await next(req);
+        const res = await run();
         metrics.rpcRequests.inc({ method, code: "ok" });
         return res;
       } catch (err) {
@@ -60,7 +68,14 @@ export function createRpcInterceptor(metrics: OdgmMetrics): Interceptor {
         metrics.rpcDurationMs.observe({ method }, performance.now() - started);
         span.end();
       }
-    };
-    return tracer.startActiveSpan(`${req.service.typeName}/${method}`, run);
+    });
   };
+}
+
+/** The Connect interceptor form of {@link createRpcInstrument}. */
+export function createRpcInterceptor(instrument: RpcInstrument): Interceptor {
+  return (next) => (req) =>
+    instrument(req.service.typeName, req.method.name, req.stream ? undefined : req.message, () =>
+      next(req),
+    );
 }

@@ -1,0 +1,271 @@
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  fromBinary,
+  isMessage,
+  type Message,
+  toBinary,
+} from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { RpcInstrument } from "../observability/rpc-interceptor.js";
+
+/** A unary handler as `ServiceImpl` methods have it. */
+type UnaryImpl = (request: never, context: HandlerContext) => unknown;
+
+/** One service whose unary methods the fast path serves. */
+export interface FastPathService {
+  readonly service: DescService;
+  /** The `ServiceImpl` of the service (the same handlers Connect runs). */
+  readonly impl: object;
+}
+
+/** Options of {@link createGrpcUnaryFastPath}. */
+export interface GrpcUnaryFastPathOptions {
+  readonly services: readonly FastPathService[];
+  /** Largest request message (bytes); larger ones are RESOURCE_EXHAUSTED unread. */
+  readonly readMaxBytes: number;
+  /** Largest response message (bytes); larger ones are RESOURCE_EXHAUSTED. */
+  readonly writeMaxBytes: number;
+  /** Metrics and spans, the same as the Connect interceptor applies. */
+  readonly instrument: RpcInstrument;
+}
+
+/**
+ * Serves a request, or returns false to let the Connect adapter serve it. Only plain
+ * binary gRPC unary calls (HTTP/2, `application/grpc` or `application/grpc+proto`, no
+ * message compression) of the listed services are taken; everything else — streams,
+ * gRPC-Web, Connect, JSON, compressed messages, other services — goes to Connect.
+ */
+export type GrpcUnaryFastPath = (req: Http2ServerRequest, res: Http2ServerResponse) => boolean;
+
+interface Route {
+  readonly method: DescMethod & { input: DescMessage; output: DescMessage };
+  readonly impl: UnaryImpl;
+}
+
+const MAX_TIMEOUT_MS = Number.MAX_SAFE_INTEGER;
+const CONTENT_TYPE_PROTO = "application/grpc+proto";
+
+function trailerObject(h: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  h.forEach((v, k) => {
+    out[k] = v;
+  });
+  return out;
+}
+
+/**
+ * A gRPC unary fast path beside connect-node: it parses the one length-prefixed message
+ * itself, calls the same handler implementations with a lean handler context, and writes
+ * the response and status trailers through the HTTP/2 compatibility API, skipping
+ * connect's per-call async-iterable pipeline (split, parse, invoke, serialize, join) and
+ * its per-call `AbortController` abort, which dominated the CPU profile. Status codes,
+ * `grpc-message` encoding, error metadata and deadlines follow connect's gRPC handler
+ * (the same `parseTimeout` and `setTrailerStatus`), so clients cannot tell the paths apart.
+ */
+export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): GrpcUnaryFastPath {
+  const routes = new Map<string, Route>();
+  for (const { service, impl } of options.services) {
+    for (const method of service.methods) {
+      const fn = (impl as Record<string, unknown>)[method.localName];
+      if (method.methodKind !== "unary" || typeof fn !== "function") continue;
+      routes.set(`/${service.typeName}/${method.name}`, {
+        method: method as Route["method"],
+        impl: (fn as UnaryImpl).bind(impl),
+      });
+    }
+  }
+  const { readMaxBytes, writeMaxBytes, instrument } = options;
+
+  return (req, res) => {
+    const route = routes.get(req.url);
+    if (route === undefined || req.method !== "POST") return false;
+    const contentType = req.headers["content-type"];
+    if (contentType !== "application/grpc" && contentType !== CONTENT_TYPE_PROTO) return false;
+    const encoding = req.headers["grpc-encoding"];
+    if (encoding !== undefined && encoding !== "identity") return false;
+
+    let answered = false;
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+
+    const finish = (body: Uint8Array | undefined, error: ConnectError | undefined): void => {
+      if (answered) return;
+      answered = true;
+      if (timer !== undefined) clearTimeout(timer);
+      if (res.stream.destroyed || res.stream.closed) return;
+      const trailer = new Headers();
+      if (error === undefined) trailer.set("grpc-status", "0");
+      else setTrailerStatus(trailer, error);
+      res.addTrailers(trailerObject(trailer));
+      res.writeHead(200, { "content-type": CONTENT_TYPE_PROTO });
+      if (body === undefined) res.end();
+      else res.end(body);
+    };
+    const fail = (err: unknown): void => {
+      finish(
+        undefined,
+        err instanceof ConnectError
+          ? err
+          : new ConnectError("internal error", Code.Internal, undefined, undefined, err),
+      );
+    };
+
+    const timeout = parseTimeout(
+      (req.headers["grpc-timeout"] as string | null) ?? null,
+      MAX_TIMEOUT_MS,
+    );
+    if (timeout.error !== undefined) {
+      req.resume();
+      fail(timeout.error);
+      return true;
+    }
+    if (timeout.timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        const err = new ConnectError("the operation timed out", Code.DeadlineExceeded);
+        controller.abort(err);
+        fail(err);
+      }, timeout.timeoutMs);
+    }
+    res.stream.once("close", () => {
+      if (!answered) {
+        answered = true;
+        if (timer !== undefined) clearTimeout(timer);
+        controller.abort(new ConnectError("the client went away", Code.Canceled));
+      }
+    });
+
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let declared = -1;
+    req.on("data", (chunk: Buffer) => {
+      if (answered) return;
+      received += chunk.length;
+      chunks.push(chunk);
+      if (declared < 0 && received >= 5) {
+        const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
+        declared = head.readUInt32BE(1);
+        if (declared > readMaxBytes) {
+          fail(
+            new ConnectError(
+              `message size ${declared} is larger than configured readMaxBytes ${readMaxBytes}`,
+              Code.ResourceExhausted,
+            ),
+          );
+        }
+      }
+      if (received > 5 + readMaxBytes + 5) {
+        fail(new ConnectError("request body too large", Code.ResourceExhausted));
+      }
+    });
+    req.on("end", () => {
+      if (answered) return;
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      if (body.length < 5 || body.length < 5 + body.readUInt32BE(1)) {
+        fail(new ConnectError("protocol error: premature end of stream", Code.InvalidArgument));
+        return;
+      }
+      const length = body.readUInt32BE(1);
+      if (body.length > 5 + length) {
+        fail(
+          new ConnectError(
+            "protocol error: received extra input message for unary method",
+            Code.Unimplemented,
+          ),
+        );
+        return;
+      }
+      if ((body[0] ?? 0) & 0b1) {
+        fail(
+          new ConnectError(
+            "protocol error: received compressed message without grpc-encoding",
+            Code.Internal,
+          ),
+        );
+        return;
+      }
+      let message: Message;
+      try {
+        message = fromBinary(route.method.input, body.subarray(5, 5 + length));
+      } catch (err) {
+        fail(
+          new ConnectError(
+            `parse binary: ${err instanceof Error ? err.message : String(err)}`,
+            Code.Internal,
+          ),
+        );
+        return;
+      }
+      run(route, message, req, controller, timeout.timeoutMs).then((out) => {
+        if (answered) return;
+        if (out.length > writeMaxBytes) {
+          fail(
+            new ConnectError(
+              `message size ${out.length} is larger than configured writeMaxBytes ${writeMaxBytes}`,
+              Code.ResourceExhausted,
+            ),
+          );
+          return;
+        }
+        const framed = new Uint8Array(5 + out.length);
+        new DataView(framed.buffer).setUint32(1, out.length);
+        framed.set(out, 5);
+        finish(framed, undefined);
+      }, fail);
+    });
+    req.on("error", (err) => {
+      controller.abort(err);
+      answered = true;
+    });
+    return true;
+  };
+
+  async function run(
+    route: Route,
+    message: Message,
+    req: Http2ServerRequest,
+    controller: AbortController,
+    timeoutMs: number | undefined,
+  ): Promise<Uint8Array> {
+    const { method } = route;
+    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    let requestHeader: Headers | undefined;
+    let values: ReturnType<typeof createContextValues> | undefined;
+    const context = {
+      method,
+      service: method.parent,
+      requestMethod: "POST",
+      protocolName: "grpc",
+      url: req.url,
+      signal: controller.signal,
+      timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
+      get requestHeader(): Headers {
+        if (requestHeader === undefined) {
+          requestHeader = new Headers();
+          for (const [k, v] of Object.entries(req.headers)) {
+            if (k.startsWith(":") || v === undefined) continue;
+            requestHeader.set(k, Array.isArray(v) ? v.join(", ") : v);
+          }
+        }
+        return requestHeader;
+      },
+      responseHeader: new Headers(),
+      responseTrailer: new Headers(),
+      get values() {
+        values ??= createContextValues();
+        return values;
+      },
+    } as unknown as HandlerContext;
+    const result = await instrument(method.parent.typeName, method.name, message, async () =>
+      route.impl(message as never, context),
+    );
+    const out = isMessage(result, method.output)
+      ? result
+      : create(method.output, result as Parameters<typeof create>[1]);
+    return toBinary(method.output, out);
+  }
+}
