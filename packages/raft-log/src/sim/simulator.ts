@@ -428,7 +428,8 @@ class Simulation {
     } catch (e) {
       if (e instanceof Failure) failure = { check: e.check, message: e.message, tick: this.tickNo };
       else if (isRaftError(e)) {
-        failure = { check: "core_assertion", message: e.message, tick: this.tickNo };
+        const stack = this.trace !== undefined ? `\n${e.stack ?? ""}` : "";
+        failure = { check: "core_assertion", message: `${e.message}${stack}`, tick: this.tickNo };
       } else {
         const msg = e instanceof Error ? `${e.message}\n${e.stack ?? ""}` : String(e);
         failure = { check: "harness", message: msg, tick: this.tickNo };
