@@ -34,10 +34,12 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
     let lastPrinted: BackfillProgress | undefined;
     return {
       update(p) {
+        const phaseChanged = p.phase !== last?.phase;
         last = p;
         const now = performance.now();
-        if (p.phase === "convert" && now - lastAt < interval) return;
         if (p.phase === "done") return;
+        // A line at every phase change, then at most one per interval.
+        if (!phaseChanged && now - lastAt < interval) return;
         lastAt = now;
         lastPrinted = p;
         options.stream.write(line(p));

@@ -19,8 +19,8 @@ import {
   tempDir,
 } from "./fixtures.js";
 
-const OBJECTS = 1500;
-const ENTRIES = 8;
+const OBJECTS = 5000;
+const ENTRIES = 4;
 const ROUNDS = 4;
 const KILLS_PER_ROUND = 5;
 
@@ -65,18 +65,31 @@ describe("SIGKILL at random points", () => {
     const calib = join(root.dir, "calibrate");
     await cp(template, calib, { recursive: true });
     const t0 = performance.now();
-    const full = await runBin(args(calib));
+    let startupMs = 0;
+    const calibration = runBin(args(calib).filter((a) => a !== "--no-progress"));
+    calibration.child.stderr?.on("data", (d: Buffer) => {
+      if (startupMs === 0 && d.toString().includes("odgm-backfill: convert")) {
+        startupMs = performance.now() - t0;
+      }
+    });
+    const full = await calibration;
     const fullMs = performance.now() - t0;
     expect(full.code, full.stderr).toBe(0);
+    // Kill between (most of) the process start-up and the expected end of the run (its
+    // conversion time shrinks with the blobs left), so most kills land mid-conversion.
+    const from = startupMs * 0.8;
+    const convertMs = Math.max(fullMs - startupMs, 50);
 
     const rand = prng(Number(process.env.BACKFILL_CRASH_SEED ?? 42));
     let partial = 0;
+    let killed = 0;
     let trials = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const dir = join(root.dir, `round-${round}`);
       await cp(template, dir, { recursive: true });
+      let left = OBJECTS;
       for (let k = 0; k < KILLS_PER_ROUND; k++) {
-        const delay = Math.floor(rand() * fullMs);
+        const delay = Math.floor(from + rand() * (startupMs - from + (convertMs * left) / OBJECTS));
         const r = await runBin(args(dir), { killAfterMs: delay });
         trials++;
         if (r.signal !== "SIGKILL") {
@@ -84,8 +97,10 @@ describe("SIGKILL at random points", () => {
           expect(r.code, r.stderr).toBe(0);
           continue;
         }
+        killed++;
         const blobs = await countBlobs(dir);
-        if (blobs > 0 && blobs < OBJECTS) partial++;
+        if (blobs > 0 && blobs < left) partial++;
+        left = blobs;
       }
       const final = await runBin([...args(dir), "--verify", "--json"]);
       expect(final.code, final.stderr).toBe(0);
@@ -112,6 +127,9 @@ describe("SIGKILL at random points", () => {
       expect(rerun.code).toBe(0);
       expect(await rawScan(dir)).toEqual(records);
     }
+    console.info(
+      `${trials} runs with a random SIGKILL: ${killed} killed, ${partial} of them mid-conversion (some objects converted, not all)`,
+    );
     expect(trials).toBeGreaterThanOrEqual(20);
     // The kills must have hit mid-conversion at least once, or the test proved nothing.
     expect(partial).toBeGreaterThan(0);

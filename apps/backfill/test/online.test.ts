@@ -117,6 +117,9 @@ describe("online backfill", () => {
     });
     stop = true;
     await Promise.all(writers);
+    console.info(
+      `${writes} client writes; tool converted ${summary.converted}, skipped ${summary.skipped}, modified concurrently ${summary.modifiedConcurrently}`,
+    );
     expect(writes).toBeGreaterThanOrEqual(160);
     expect(summary).toMatchObject({
       ok: true,
