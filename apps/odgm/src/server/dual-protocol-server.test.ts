@@ -113,4 +113,44 @@ describe("dual-protocol server", () => {
     client.destroy();
     idle.destroy();
   });
+
+  it("close() ends idle HTTP/1.1 keep-alive sockets at once and busy ones after their response", async () => {
+    let release: (() => void) | undefined;
+    server = await createDualProtocolServer({
+      host: "127.0.0.1",
+      port: 0,
+      handler: (req, res) => {
+        if (req.url === "/slow") {
+          release = () => res.end("slow done");
+          return;
+        }
+        res.end("fast");
+      },
+    });
+    const { port } = server.address;
+    const agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 60_000 });
+    const get = (path: string) =>
+      new Promise<{ body: string; connection: string | undefined }>((resolve, reject) => {
+        http
+          .get({ host: "127.0.0.1", port, path, agent }, (res) => {
+            let body = "";
+            res.setEncoding("utf8");
+            res.on("data", (c: string) => {
+              body += c;
+            });
+            res.on("end", () => resolve({ body, connection: res.headers.connection }));
+          })
+          .on("error", reject);
+      });
+    expect((await get("/fast")).body).toBe("fast"); // leaves an idle keep-alive socket
+    const slow = get("/slow");
+    while (release === undefined) await new Promise((r) => setTimeout(r, 5));
+    const s = server;
+    server = undefined;
+    const closing = s.close(60_000); // a long grace: only the sockets' own ends can finish it
+    release();
+    expect(await slow).toEqual({ body: "slow done", connection: "close" });
+    await closing;
+    agent.destroy();
+  });
 });

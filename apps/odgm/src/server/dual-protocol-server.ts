@@ -67,6 +67,26 @@ export async function createDualProtocolServer(
     session.on("error", onError);
   });
   h2.on("sessionError", onError);
+  // HTTP/1.1 keep-alive sockets handed over by the sniffer are not in the server's own
+  // connection tracking (it never listens), so requests in flight are counted here: on
+  // close, idle sockets end at once and busy ones right after their response.
+  const h1Sockets = new Set<Socket>();
+  const h1Busy = new Map<Socket, number>();
+  const h1InFlight = new Set<ServerResponse>();
+  let closing = false;
+  h1.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    h1Busy.set(socket, (h1Busy.get(socket) ?? 0) + 1);
+    if (closing) res.shouldKeepAlive = false;
+    h1InFlight.add(res);
+    res.once("close", () => {
+      h1InFlight.delete(res);
+      const left = (h1Busy.get(socket) ?? 1) - 1;
+      if (left > 0) h1Busy.set(socket, left);
+      else h1Busy.delete(socket);
+      if (closing && left <= 0) socket.end();
+    });
+  });
   h1.on("clientError", (err: Error, socket: Socket) => {
     onError(err);
     if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
@@ -97,6 +117,8 @@ export async function createDualProtocolServer(
       if (maybeH2) {
         h2.emit("connection", socket);
       } else {
+        h1Sockets.add(socket);
+        socket.once("close", () => h1Sockets.delete(socket));
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -117,8 +139,12 @@ export async function createDualProtocolServer(
   return {
     address,
     async close(graceMs = 10_000): Promise<void> {
+      closing = true;
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       for (const socket of unclaimed) socket.destroy();
+      for (const socket of h1Sockets) if (!h1Busy.has(socket)) socket.end();
+      // Responses not yet started tell their client this connection ends with them.
+      for (const res of h1InFlight) if (!res.headersSent) res.shouldKeepAlive = false;
       for (const session of sessions) session.close();
       h1.closeIdleConnections();
       h1.close();
