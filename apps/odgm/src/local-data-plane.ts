@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import {
   isStoreError,
   type MutationResult,
@@ -196,6 +196,16 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     } catch (err) {
       if (isDataPlaneError(err)) throw err;
       if (call.signal.aborted) throw err;
+      if (err instanceof ConnectError && err.code === Code.DeadlineExceeded) {
+        // The function did not answer within ODGM_INVOKE_TIMEOUT_MS.
+        throw new ConnectError(
+          `function ${fn} at ${route.url} did not answer within ${options.invokeTimeoutMs} ms`,
+          Code.DeadlineExceeded,
+          undefined,
+          undefined,
+          err,
+        );
+      }
       const reason = err instanceof ConnectError ? err.rawMessage : String(err);
       throw new DataPlaneError("unavailable", `function ${fn} at ${route.url} failed: ${reason}`, {
         cause: err,

@@ -3,7 +3,7 @@
 import { fromJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { DataService, EventType, TriggerPayloadSchema } from "@oprc/grpc-api";
+import { DataService, EventType, OprcFunction, TriggerPayloadSchema } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FunctionServer, startFunctionServer } from "./fixtures/function-server.js";
 import { startTempNode, type TempNode } from "./fixtures/temp-node.js";
@@ -27,7 +27,13 @@ const withNode = async (env: Record<string, string>, body: (n: TempNode) => Prom
     ODGM_COLLECTION: JSON.stringify([
       {
         name: "c",
-        invocations: { fnRoutes: { hook: { url: functions.url }, f: { url: functions.url } } },
+        invocations: {
+          fnRoutes: {
+            hook: { url: functions.url },
+            f: { url: functions.url },
+            slow: { url: functions.url },
+          },
+        },
       },
     ]),
     ...env,
@@ -133,6 +139,15 @@ describe("feature flags", () => {
       expect(await ok.text()).toBe("numeric:7:f");
       const missing = await fetch(`${n.node.url}/api/class/c/0/invokes/nope`, { method: "POST" });
       expect(missing.status).toBe(404);
+    });
+  });
+
+  it("ODGM_INVOKE_TIMEOUT_MS bounds a forwarded invocation: DEADLINE_EXCEEDED", async () => {
+    await withNode({ ODGM_INVOKE_TIMEOUT_MS: "200" }, async (n) => {
+      const fns = createClient(OprcFunction, createGrpcTransport({ baseUrl: n.node.url }));
+      const err = await fns.invokeFn({ clsId: "c", fnId: "slow" }).catch((e: unknown) => e);
+      expect(ConnectError.from(err).code).toBe(Code.DeadlineExceeded);
+      expect(ConnectError.from(err).rawMessage).toContain("200 ms");
     });
   });
 });
