@@ -1,3 +1,10 @@
+// Long mode of the deterministic simulator:
+//   pnpm --filter @oprc/raft-log sim --seeds N [--start S] [--nodes a-b] [--ticks T]
+//     [--trace] [--trace-messages] [--silent-drops] [--no-commit-rule] [--skip-known]
+//     [--stop-on-failure] [--json] [--quiet]
+// Prints progress every 500 seeds, each failure with its replay command, and a summary;
+// exits 1 when a seed failed. `--json` prints one summary line (used by the CI test and the
+// mutation runner).
 import { parseArgs } from "node:util";
 import { KNOWN_CORE_BUG_SEEDS } from "./known-core-bugs.js";
 import { nodesForSeed, replayCommand, runSimulation } from "./simulator.js";

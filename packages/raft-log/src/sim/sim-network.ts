@@ -19,9 +19,11 @@ export interface NetworkFaults {
 export class SimNetwork {
   private readonly buckets = new Map<number, Message[]>();
   private readonly cut = new Set<number>();
-  /** Messages handed to the network / delivered / lost so far. */
+  /** Messages handed to the network so far. */
   sent = 0;
+  /** Messages handed to their receiver so far (duplicates count twice). */
   delivered = 0;
+  /** Messages lost so far (dropped at send or stopped by a cut link). */
   dropped = 0;
   /** Called for every message that is lost (dropped at send or stopped by a cut link). */
   onDrop: ((m: Message) => void) | undefined = undefined;
@@ -72,6 +74,7 @@ export class SimNetwork {
         this.onDrop?.(m);
       } else out.push(m);
     }
+    this.delivered += out.length;
     return out;
   }
 
