@@ -1,14 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "./config.js";
+import { loadConfig } from "./config.js";
+import { isOdgmError, type OdgmError } from "./odgm-error.js";
 
-function errorOf(env: Record<string, string>): ConfigError {
+function errorOf(env: Record<string, string>): OdgmError {
   try {
     loadConfig(env);
   } catch (err) {
-    if (err instanceof ConfigError) return err;
+    if (isOdgmError(err) && err.code === "invalid_config") return err;
     throw err;
   }
-  throw new Error("expected a ConfigError");
+  throw new Error("expected an invalid_config OdgmError");
 }
 
 describe("loadConfig", () => {

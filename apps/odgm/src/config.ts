@@ -2,6 +2,7 @@ import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { type EventV2Config, eventConfigFromEnv } from "@oprc/event-v2";
 import { type CreateCollectionRequest, CreateCollectionRequestSchema } from "@oprc/grpc-api";
 import { z } from "zod";
+import { OdgmError } from "./odgm-error.js";
 
 /** Environment the configuration is read from (usually `process.env`). */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -62,15 +63,9 @@ export interface OdgmConfig {
   readonly env: Env;
 }
 
-/** A configuration problem, naming the variable to fix. */
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
-  /** The offending variable. */
-  readonly variable: string;
-  constructor(variable: string, message: string) {
-    super(`[invalid_config] ${variable}: ${message}`);
-    this.variable = variable;
-  }
+/** A configuration problem naming `variable`: an {@link OdgmError} with code `invalid_config`. */
+function configError(variable: string, message: string): OdgmError {
+  return new OdgmError("invalid_config", message, { variable });
 }
 
 const TRUE = new Set(["1", "true", "yes", "on"]);
@@ -82,7 +77,7 @@ function bool(env: Env, name: string, fallback: boolean, alias?: string): boolea
   if (raw === undefined || raw === "") return fallback;
   if (TRUE.has(raw)) return true;
   if (FALSE.has(raw)) return false;
-  throw new ConfigError(used, `expected true or false, got ${JSON.stringify(env[used])}`);
+  throw configError(used, `expected true or false, got ${JSON.stringify(env[used])}`);
 }
 
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -95,7 +90,7 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
     .max(max)
     .safeParse(/^-?\d+$/.test(raw) ? raw : NaN);
   if (!parsed.success) {
-    throw new ConfigError(
+    throw configError(
       name,
       `expected an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`,
     );
@@ -105,7 +100,7 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
 
 function nodeIdOf(name: string, raw: string): bigint {
   if (!/^\d{1,20}$/.test(raw) || BigInt(raw) === 0n || BigInt(raw) > 0xffff_ffff_ffff_ffffn) {
-    throw new ConfigError(name, `expected a node id from 1 to 2^64-1, got ${JSON.stringify(raw)}`);
+    throw configError(name, `expected a node id from 1 to 2^64-1, got ${JSON.stringify(raw)}`);
   }
   return BigInt(raw);
 }
@@ -116,7 +111,7 @@ function parseEvents(env: Env): EventV2Config {
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     const variable = /ODGM_[A-Z0-9_]+/.exec(message)?.[0] ?? "ODGM_EVENT_*";
-    throw new ConfigError(variable, message.replace(/^\[[a-z_]+\]\s*/, ""));
+    throw configError(variable, message.replace(/^\[[a-z_]+\]\s*/, ""));
   }
 }
 
@@ -128,10 +123,10 @@ function parseCollections(raw: string | undefined): CreateCollectionRequest[] {
   try {
     json = JSON.parse(raw);
   } catch (err) {
-    throw new ConfigError("ODGM_COLLECTION", `not valid JSON (${(err as Error).message})`);
+    throw configError("ODGM_COLLECTION", `not valid JSON (${(err as Error).message})`);
   }
   if (!Array.isArray(json)) {
-    throw new ConfigError("ODGM_COLLECTION", "expected a JSON array of CreateCollectionRequest");
+    throw configError("ODGM_COLLECTION", "expected a JSON array of CreateCollectionRequest");
   }
   const names = new Set<string>();
   return json.map((item, i) => {
@@ -141,15 +136,15 @@ function parseCollections(raw: string | undefined): CreateCollectionRequest[] {
         ignoreUnknownFields: false,
       });
     } catch (err) {
-      throw new ConfigError("ODGM_COLLECTION", `item ${i}: ${(err as Error).message}`);
+      throw configError("ODGM_COLLECTION", `item ${i}: ${(err as Error).message}`);
     }
-    if (req.name === "") throw new ConfigError("ODGM_COLLECTION", `item ${i}: name is empty`);
+    if (req.name === "") throw configError("ODGM_COLLECTION", `item ${i}: name is empty`);
     if (names.has(req.name)) {
-      throw new ConfigError("ODGM_COLLECTION", `item ${i}: duplicate collection ${req.name}`);
+      throw configError("ODGM_COLLECTION", `item ${i}: duplicate collection ${req.name}`);
     }
     names.add(req.name);
     if (req.partitionCount < 0 || req.partitionCount > 65_536) {
-      throw new ConfigError("ODGM_COLLECTION", `item ${i}: partition_count must be 1..65536`);
+      throw configError("ODGM_COLLECTION", `item ${i}: partition_count must be 1..65536`);
     }
     return req;
   });
@@ -157,7 +152,7 @@ function parseCollections(raw: string | undefined): CreateCollectionRequest[] {
 
 /**
  * Reads the service configuration from `ODGM_*` variables, with the defaults of the
- * specification. Throws {@link ConfigError} naming the variable on any invalid value.
+ * specification. Throws an {@link OdgmError} (`invalid_config`) naming the variable on any invalid value.
  *
  * @example
  * const config = loadConfig(process.env);
@@ -170,14 +165,11 @@ export function loadConfig(env: Env): OdgmConfig {
     : [nodeId];
   const storage = (env.ODGM_STORAGE?.trim() || "rocksdb").toLowerCase();
   if (storage !== "rocksdb" && storage !== "memory") {
-    throw new ConfigError(
-      "ODGM_STORAGE",
-      `expected rocksdb or memory, got ${JSON.stringify(storage)}`,
-    );
+    throw configError("ODGM_STORAGE", `expected rocksdb or memory, got ${JSON.stringify(storage)}`);
   }
   const logLevel = (env.ODGM_LOG_LEVEL?.trim() || "info").toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    throw new ConfigError("ODGM_LOG_LEVEL", `expected one of ${LOG_LEVELS.join(", ")}`);
+    throw configError("ODGM_LOG_LEVEL", `expected one of ${LOG_LEVELS.join(", ")}`);
   }
   const host = env.ODGM_HTTP_HOST?.trim() || "0.0.0.0";
   const dataDir = env.ODGM_DATA_DIR?.trim() || "./data";

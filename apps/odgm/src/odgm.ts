@@ -20,7 +20,6 @@ import { createRestGateway } from "@oprc/rest-gateway";
 import { type Logger, pino } from "pino";
 import {
   type CollectionRegistry,
-  CollectionSpecError,
   openCollectionRegistry,
 } from "./collections/collection-registry.js";
 import type { OdgmConfig } from "./config.js";
@@ -30,6 +29,7 @@ import { createLocalDataPlane } from "./local-data-plane.js";
 import { createMaintenanceService, sampleLegacyBlobs } from "./maintenance/maintenance-service.js";
 import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js";
 import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
+import { isOdgmError, OdgmError } from "./odgm-error.js";
 import {
   createDualProtocolServer,
   type DualRequestHandler,
@@ -67,15 +67,19 @@ export interface OdgmNode {
   close(): Promise<void>;
 }
 
+/** gRPC code and REST status/code of a refused collection spec. */
+function collectionStatus(err: OdgmError): { code: Code; http: 400 | 409 | 501; rest: string } {
+  if (err.code === "collection_exists") {
+    return { code: Code.AlreadyExists, http: 409, rest: "conflict" };
+  }
+  if (err.code === "unsupported")
+    return { code: Code.Unimplemented, http: 501, rest: "unimplemented" };
+  return { code: Code.InvalidArgument, http: 400, rest: "invalid_argument" };
+}
+
 function collectionError(err: unknown): unknown {
-  if (!(err instanceof CollectionSpecError)) return err;
-  const code =
-    err.code === "exists"
-      ? Code.AlreadyExists
-      : err.code === "unsupported"
-        ? Code.Unimplemented
-        : Code.InvalidArgument;
-  return new ConnectError(err.message, code);
+  if (!isOdgmError(err)) return err;
+  return new ConnectError(err.message, collectionStatus(err).code, undefined, undefined, err);
 }
 
 async function openEngine(config: OdgmConfig): Promise<KvEngine> {
@@ -85,7 +89,8 @@ async function openEngine(config: OdgmConfig): Promise<KvEngine> {
     return await openRocksEngine({ location: config.dataDir });
   } catch (err) {
     if (isStoreError(err) && err.code === "locked") {
-      throw new Error(
+      throw new OdgmError(
+        "data_dir_locked",
         `the data directory ${config.dataDir} is in use by another process (is another odgm running?)`,
         { cause: err },
       );
@@ -119,7 +124,10 @@ export async function startOdgm(
       try {
         await registry.create(spec);
       } catch (err) {
-        throw new Error(`ODGM_COLLECTION: ${(err as Error).message}`, { cause: err });
+        throw new OdgmError("invalid_config", (err as Error).message, {
+          cause: err,
+          variable: "ODGM_COLLECTION",
+        });
       }
     }
     if (registry.list().length === 0) {
@@ -240,9 +248,9 @@ export async function startOdgm(
         const created = await createCollection(spec);
         return c.json(toJson(CreateCollectionRequestSchema, created), 201);
       } catch (err) {
-        if (err instanceof CollectionSpecError) {
-          const status = err.code === "exists" ? 409 : err.code === "unsupported" ? 501 : 400;
-          return c.json({ error: { code: err.code, message: err.message } }, status);
+        if (isOdgmError(err)) {
+          const status = collectionStatus(err);
+          return c.json({ error: { code: status.rest, message: err.message } }, status.http);
         }
         throw err;
       }

@@ -228,6 +228,23 @@ describe("configuration errors", () => {
     });
   });
 
+  it("ODGM_COLLECTION conflicting with the stored registry: exit 2 naming it", async () => {
+    const dir = await newDir();
+    const first = await start({
+      ODGM_DATA_DIR: dir,
+      ODGM_COLLECTION: '[{"name":"x","partitionCount":2}]',
+    });
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    const second = spawnOdgm({
+      ODGM_DATA_DIR: dir,
+      ODGM_HTTP_PORT: "0",
+      ODGM_COLLECTION: '[{"name":"x","partitionCount":3}]',
+    });
+    expect(await second.exited).toBe(2);
+    expect(second.output()).toContain("[invalid_config] ODGM_COLLECTION: [collection_exists]");
+  });
+
   it("a data directory in use by another odgm fails with exit 1 and says so", async () => {
     const dir = await newDir();
     const first = await start({ ODGM_DATA_DIR: dir });

@@ -1,38 +1,61 @@
 #!/usr/bin/env node
 // The `odgm` command: a single-node ODGM service configured by ODGM_* variables.
-import { ConfigError, loadConfig } from "../config.js";
-import { startOdgm } from "../odgm.js";
+import { loadConfig } from "../config.js";
+import { type OdgmNode, startOdgm } from "../odgm.js";
+import { isOdgmError } from "../odgm-error.js";
+
+/** Invalid configuration: exit code 2 with the message naming the variable. */
+function exitWithConfigError(message: string): never {
+  process.stderr.write(`odgm: ${message}\n`);
+  process.exit(2);
+}
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig(process.env);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`odgm: ${err.message}\n`);
-      process.exit(2);
-    }
+    if (isOdgmError(err)) exitWithConfigError(err.message);
     throw err;
   }
-  const node = await startOdgm(config);
+  // Signal handlers come first: a signal while the node starts (or right after it logs
+  // "listening") still gets the graceful stop, once the node is up.
+  let node: OdgmNode | undefined;
+  let stopRequested: NodeJS.Signals | undefined;
   let signals = 0;
   const stop = (signal: NodeJS.Signals): void => {
     signals++;
     if (signals > 1) {
-      node.logger.warn({ signal }, "second signal: exiting now");
+      node?.logger.warn({ signal }, "second signal: exiting now");
       process.exit(130);
     }
-    node.logger.info({ signal }, "stopping (send the signal again to exit at once)");
-    node.close().then(
+    if (node === undefined) {
+      stopRequested = signal;
+      return;
+    }
+    const running = node;
+    running.logger.info({ signal }, "stopping (send the signal again to exit at once)");
+    running.close().then(
       () => process.exit(0),
       (err: unknown) => {
-        node.logger.error({ err }, "shutdown failed");
+        running.logger.error({ err }, "shutdown failed");
         process.exit(1);
       },
     );
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
+  try {
+    node = await startOdgm(config);
+  } catch (err) {
+    // Some configuration (ODGM_COLLECTION against the stored registry) is only checkable here.
+    if (isOdgmError(err) && err.code === "invalid_config") exitWithConfigError(err.message);
+    throw err;
+  }
+  if (stopRequested !== undefined) {
+    signals--;
+    stop(stopRequested);
+  }
 }
 
 main().catch((err: unknown) => {

@@ -5,22 +5,13 @@ import {
   type CreateCollectionRequest,
   CreateCollectionRequestSchema,
 } from "@oprc/grpc-api";
+import { OdgmError } from "../odgm-error.js";
 
 /** Shard types a collection may ask for; `none` and `single` are aliases of `basic`. */
 const BASIC_SHARD_TYPES = new Set(["", "basic", "none", "single"]);
 /** Collection names: what REST paths and Zenoh key expressions carry without escaping. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const PREFIX = new TextEncoder().encode("collection/");
-
-/** Why a collection spec was refused. */
-export class CollectionSpecError extends Error {
-  override readonly name = "CollectionSpecError";
-  readonly code: "invalid" | "exists" | "unsupported";
-  constructor(code: "invalid" | "exists" | "unsupported", message: string) {
-    super(`[${code}] ${message}`);
-    this.code = code;
-  }
-}
 
 /** The collections a node serves, persisted in the node's system keyspace. */
 export interface CollectionRegistry {
@@ -41,28 +32,28 @@ export interface CollectionRegistry {
 /** Checks and normalizes a spec without storing it. */
 export function normalizeCollectionSpec(spec: CreateCollectionRequest): CreateCollectionRequest {
   if (!NAME.test(spec.name)) {
-    throw new CollectionSpecError(
-      "invalid",
+    throw new OdgmError(
+      "invalid_collection",
       `collection name ${JSON.stringify(spec.name)} must be 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit`,
     );
   }
   const partitions = spec.partitionCount === 0 ? 1 : spec.partitionCount;
   if (!Number.isInteger(partitions) || partitions < 1 || partitions > 65_536) {
-    throw new CollectionSpecError(
-      "invalid",
+    throw new OdgmError(
+      "invalid_collection",
       `partition_count of ${spec.name} must be 1..65536, got ${spec.partitionCount}`,
     );
   }
   const shardType = spec.shardType.toLowerCase();
   if (shardType === "raft") {
-    throw new CollectionSpecError(
+    throw new OdgmError(
       "unsupported",
       `collection ${spec.name}: raft shards are not served by this build yet; use shard_type "basic"`,
     );
   }
   if (!BASIC_SHARD_TYPES.has(shardType)) {
-    throw new CollectionSpecError(
-      "invalid",
+    throw new OdgmError(
+      "invalid_collection",
       `collection ${spec.name}: unknown shard_type ${JSON.stringify(spec.shardType)} (basic, none, single or raft)`,
     );
   }
@@ -74,8 +65,8 @@ export function normalizeCollectionSpec(spec: CreateCollectionRequest): CreateCo
       url = undefined;
     }
     if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
-      throw new CollectionSpecError(
-        "invalid",
+      throw new OdgmError(
+        "invalid_collection",
         `collection ${spec.name}: route of function ${fn} needs an http:// or https:// url, got ${JSON.stringify(route.url)}`,
       );
     }
@@ -120,8 +111,8 @@ export async function openCollectionRegistry(shard: KvShard): Promise<Collection
       if (existing !== undefined) {
         if (equals(CreateCollectionRequestSchema, existing, spec))
           return { created: false, spec: existing };
-        throw new CollectionSpecError(
-          "exists",
+        throw new OdgmError(
+          "collection_exists",
           `collection ${spec.name} already exists with a different spec`,
         );
       }
