@@ -23,6 +23,7 @@ export interface OdgmConfig {
   readonly members: readonly bigint[];
   /** `ODGM_COLLECTION`: JSON array of CreateCollectionRequest, created at start if missing. */
   readonly collections: readonly CreateCollectionRequest[];
+  /** Feature flags (seed 000 §9 phases); all default on except the opt-ins. */
   readonly features: {
     /** `ODGM_ENABLE_STRING_IDS` (default true). */
     readonly stringIds: boolean;
@@ -37,6 +38,7 @@ export interface OdgmConfig {
     /** `ODGM_STRING_ID_UNICODE` (default false): NFC unicode ids instead of `[a-z0-9._:-]`. */
     readonly unicodeIds: boolean;
   };
+  /** Sizes and time bounds. */
   readonly limits: {
     /** `ODGM_GRANULAR_PREFETCH_LIMIT` (default 256): page size when reconstructing an object. */
     readonly prefetchLimit: number;

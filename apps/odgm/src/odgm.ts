@@ -54,10 +54,15 @@ export interface StartOdgmOptions {
 export interface OdgmNode {
   /** `http://host:port`, serving gRPC (h2c), gRPC-Web, Connect and REST (HTTP/1.1 and h2c). */
   readonly url: string;
+  /** The bound port (resolved when `ODGM_HTTP_PORT=0` asked for any free one). */
   readonly port: number;
+  /** The Prometheus registry and metrics served at `/metrics`. */
   readonly metrics: OdgmMetrics;
+  /** The persistent collection registry (what CollectionService lists and creates). */
   readonly registry: CollectionRegistry;
+  /** The node's shards: one entry store and event dispatcher per collection partition. */
   readonly shards: ShardManager;
+  /** The node's logger (pino). */
   readonly logger: Logger;
   /**
    * Graceful stop: readiness goes false, no new connections, in-flight requests finish
