@@ -21,14 +21,14 @@ import {
   StatsRequestSchema,
   ValType,
 } from "@oprc/grpc-api";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type Caller,
   type CallResult,
   createConnectCaller,
   createPythonCaller,
   skipPythonInterop,
-} from "./fixtures/callers.js";
+} from "@oprc/grpc-api/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FunctionServer, startFunctionServer } from "./fixtures/function-server.js";
 import { startTempNode, type TempNode } from "./fixtures/temp-node.js";
 

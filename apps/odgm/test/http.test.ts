@@ -16,8 +16,8 @@ import {
   HealthCheckResponse_ServingStatus as Serving,
   SetKeyRequestSchema,
 } from "@oprc/grpc-api";
+import { createConnectCaller, createPythonCaller, skipPythonInterop } from "@oprc/grpc-api/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createConnectCaller, createPythonCaller, skipPythonInterop } from "./fixtures/callers.js";
 import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
 
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
