@@ -467,7 +467,8 @@ async function main(): Promise<void> {
           log(
             `round ${r + 1}/${rounds} ${String(i + 1).padStart(3)}/${runs.length} ${key.padEnd(26)} ` +
               `${sample.rps.toFixed(0).padStart(7)} req/s  p99 ${sample.p99Us.toFixed(0).padStart(7)} µs` +
-              `  cpu ${sample.cpuUsPerReq.toFixed(0).padStart(5)} µs/req${sample.errors > 0 ? `  errors ${sample.errors}` : ""}`,
+              `  cpu ${sample.cpuUsPerReq.toFixed(0).padStart(5)} µs/req  rss ${(sample.rssBytes / 2 ** 20).toFixed(0)} MiB` +
+              `${sample.errors > 0 ? `  errors ${sample.errors}` : ""}`,
           );
         } catch (err) {
           log(`round ${r + 1}/${rounds} ${key}: FAILED ${(err as Error).message}`);

@@ -65,7 +65,7 @@ export async function preloadOdgm(dataDir: string, set: DataSet): Promise<Preloa
     const store = await createEntryStore({ engine, shard: `${COLLECTION}/0`, sync: false });
     const entriesOf = (n: number, seed: number): Map<string, ValData> => {
       const m = new Map<string, ValData>();
-      for (let k = 0; k < n; k++) m.set(`f${k}`, benchValue(seed + k));
+      for (let k = 0; k < n; k++) m.set(`f${k}`, benchValue(seed * 1024 + k));
       return m;
     };
     const write = async (id: string, n: number, seed: number): Promise<void> => {

@@ -102,7 +102,7 @@ export async function preloadRedis(
 ): Promise<void> {
   const hash = (n: number, seed: number): (string | Buffer)[] => {
     const args: (string | Buffer)[] = [];
-    for (let k = 0; k < n; k++) args.push(`f${k}`, value(seed + k));
+    for (let k = 0; k < n; k++) args.push(`f${k}`, value(seed * 1024 + k));
     return args;
   };
   await client.hset("big", ...hash(256, 0));
