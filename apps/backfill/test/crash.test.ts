@@ -88,18 +88,30 @@ describe("SIGKILL at random points", () => {
       const dir = join(root.dir, `round-${round}`);
       await cp(template, dir, { recursive: true });
       let left = OBJECTS;
-      for (let k = 0; k < KILLS_PER_ROUND; k++) {
-        const delay = Math.floor(from + rand() * (startupMs - from + (convertMs * left) / OBJECTS));
+      // Until this round has KILLS_PER_ROUND real kills (a run may finish before its kill).
+      // The window adapts to the machine's load: it shrinks after a run that beat its
+      // kill and grows after a kill that came before any conversion.
+      let scale = 1;
+      for (
+        let k = 0, attempts = 0;
+        k < KILLS_PER_ROUND && attempts < 10 * KILLS_PER_ROUND;
+        attempts++
+      ) {
+        const window = startupMs - from + (convertMs * left) / OBJECTS;
+        const delay = Math.floor(scale * (from + rand() * window));
         const r = await runBin(args(dir), { killAfterMs: delay });
         trials++;
         if (r.signal !== "SIGKILL") {
           // The run finished before the kill: fine, but it must have succeeded.
           expect(r.code, r.stderr).toBe(0);
+          scale *= 0.7;
           continue;
         }
         killed++;
+        k++;
         const blobs = await countBlobs(dir);
         if (blobs > 0 && blobs < left) partial++;
+        if (blobs === left) scale = Math.min(scale * 1.2, 3);
         left = blobs;
       }
       const final = await runBin([...args(dir), "--verify", "--json"]);
@@ -130,7 +142,7 @@ describe("SIGKILL at random points", () => {
     console.info(
       `${trials} runs with a random SIGKILL: ${killed} killed, ${partial} of them mid-conversion (some objects converted, not all)`,
     );
-    expect(trials).toBeGreaterThanOrEqual(20);
+    expect(killed).toBeGreaterThanOrEqual(20);
     // The kills must have hit mid-conversion at least once, or the test proved nothing.
     expect(partial).toBeGreaterThan(0);
   }, 180_000);

@@ -248,9 +248,9 @@ describe("offline backfill", () => {
       "--parallel=1",
     ];
     const run = runBin([...args, "--throttle=40", "--json", "--checkpoint-interval=1"]);
-    // Interrupt once the conversion is under way (the first plain progress line).
+    // Interrupt once objects are converting (a plain progress line with converted > 0).
     run.child.stderr?.on("data", (d: Buffer) => {
-      if (d.toString().includes("odgm-backfill: convert")) run.child.kill("SIGINT");
+      if (/odgm-backfill: convert .* converted=[1-9]/.test(d.toString())) run.child.kill("SIGINT");
     });
     const first = await run;
     expect(first.code, first.stderr).toBe(130);
