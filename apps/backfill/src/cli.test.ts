@@ -61,6 +61,7 @@ describe("odgm-backfill command line", () => {
     [[...base, "--data-dir=/x", "--mode=blobs"], "Allowed choices are entries"],
     [[...base, "--data-dir=/x", "--checkpoint=/tmp/c.json"], "cannot be used with option"],
     [[...base, "--data-dir=/x", "--batch-size=10"], "--batch-size is for online runs"],
+    [[...base, "--data-dir=/x", "--dry-run", "--verify"], "cannot be used with option '--dry-run'"],
     [
       [...base, "--endpoint=http://h:1", "--sync-each-object"],
       "--sync-each-object is for offline runs",

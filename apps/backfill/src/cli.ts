@@ -110,9 +110,11 @@ function buildProgram(io: CliIo): Command {
       ).argParser(integer(1, 10_000)),
     )
     .option("--dry-run", "count the blobs and their entries and report; change nothing")
-    .option(
-      "--verify",
-      "compare every object converted by this run with its blob read just before converting it, then check that no blob remains and every object of the shard is readable with entries matching its metadata",
+    .addOption(
+      new Option(
+        "--verify",
+        "compare every object converted by this run with its blob read just before converting it, then check that no blob remains and every object of the shard is readable with entries matching its metadata",
+      ).conflicts("dryRun"),
     )
     .addOption(
       new Option(

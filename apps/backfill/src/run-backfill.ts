@@ -259,6 +259,9 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillSum
   }
   const dryRun = options.dryRun === true;
   const verify = options.verify === true;
+  if (dryRun && verify) {
+    throw new BackfillError("invalid_argument", "dryRun and verify exclude each other");
+  }
   const signal = options.signal;
   const started = performance.now();
   const target = await openTarget(options, batchSize);
