@@ -1,17 +1,8 @@
-import { defineConfig, type ViteUserConfig } from "vitest/config";
+import { defineTestConfig } from "@oprc/test-config";
+import type { ViteUserConfig } from "vitest/config";
 
-// Resolve workspace siblings to their TypeScript sources (the `@oprc/source` condition),
-// so tests need no build of the packages they import.
-const config: ViteUserConfig = defineConfig({
-  resolve: { conditions: ["@oprc/source"] },
-  ssr: { resolve: { conditions: ["@oprc/source"] } },
-  test: {
-    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    // Without this, Vitest counts every access to a module export getter during a
-    // benchmark (a Map lookup and update per cross-module call), which costs as much as
-    // the nanosecond-scale operations measured here. See BENCHMARKS.md.
-    benchmark: { suppressExportGetterWarnings: true },
-  },
+const config: ViteUserConfig = defineTestConfig({
+  test: { benchmark: { suppressExportGetterWarnings: true } },
 });
 
 export default config;

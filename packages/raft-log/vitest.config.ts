@@ -1,11 +1,6 @@
-import { defineConfig, type ViteUserConfig } from "vitest/config";
+import { defineTestConfig } from "@oprc/test-config";
+import type { ViteUserConfig } from "vitest/config";
 
-// Resolve workspace siblings to their TypeScript sources (the `@oprc/source` condition),
-// so tests need no build of the packages they import.
-const config: ViteUserConfig = defineConfig({
-  resolve: { conditions: ["@oprc/source"] },
-  ssr: { resolve: { conditions: ["@oprc/source"] } },
-  test: { include: ["src/**/*.test.ts", "test/**/*.test.ts"] },
-});
+const config: ViteUserConfig = defineTestConfig();
 
 export default config;
