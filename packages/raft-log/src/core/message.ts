@@ -38,6 +38,10 @@ export interface Message {
   /** `app`: prevLogIndex; `app_resp`: last matching index (or the rejected index); votes: last index. */
   readonly index: number;
   readonly entries: readonly Entry[];
+  /**
+   * `app`, `heartbeat`: the leader's commit index (for a heartbeat, capped at the follower's
+   * match); `app_resp` (success), `heartbeat_resp`: the follower's commit index.
+   */
   readonly commit: number;
   readonly reject: boolean;
   /** `app_resp` rejections: the follower's hint index (with `logTerm` as the hint term). */

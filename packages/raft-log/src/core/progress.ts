@@ -28,6 +28,18 @@ export class Progress {
   snapshot: Snapshot | undefined = undefined;
   /** Snapshot state: next chunk offset the follower expects. */
   snapOffset = 0;
+  /**
+   * Snapshot state: a chunk went out or was acknowledged since the last heartbeat answer.
+   * A heartbeat answer resends the current chunk only when the transfer was idle for a whole
+   * round (its chunk or the answer was lost), so every transfer has at most one chunk chain.
+   */
+  snapActive = false;
+  /**
+   * Highest commit index the peer reported in an answer (`app_resp`, `heartbeat_resp`): the
+   * peer has learnt that everything up to it is committed. A removed leader waits for a
+   * quorum of the new configuration to report its commit before stepping down.
+   */
+  commitKnown = 0;
   /** Heard from since the last check-quorum round. */
   recentActive = false;
   /** Leader tick at which the peer last answered (for leases). */
@@ -48,6 +60,7 @@ export class Progress {
     this.pendingSnapshot = 0;
     this.snapshot = undefined;
     this.snapOffset = 0;
+    this.snapActive = false;
     this.state = state;
     this.inflights = [];
   }
@@ -72,6 +85,7 @@ export class Progress {
     this.resetState("snapshot");
     this.pendingSnapshot = snapshot.metadata.index;
     this.snapshot = snapshot;
+    this.snapActive = true;
   }
 
   /** Updates match/next from an acknowledgement; false when the ack is stale. */
@@ -117,6 +131,20 @@ export class Progress {
   /** Frees in-flight slots acknowledged up to `index`. */
   freeInflightsTo(index: number): void {
     this.inflights = this.inflights.filter((i) => i > index);
+  }
+
+  /**
+   * Frees the oldest in-flight slot (etcd: on a heartbeat answer while the window is full).
+   * Without it a follower whose whole window of appends (or their answers) was lost is
+   * never sent anything again: only acknowledgements free slots (bug A).
+   */
+  freeFirstInflight(): void {
+    this.inflights = this.inflights.slice(1);
+  }
+
+  /** Replicate state with a full in-flight window. */
+  inflightsFull(): boolean {
+    return this.state === "replicate" && this.inflights.length >= this.maxInflight;
   }
 
   /** No more appends may go out right now. */
@@ -196,6 +224,11 @@ export class ProgressTracker {
   /** Largest index acknowledged by a (joint) quorum of voters. */
   committed(): number {
     return jointCommitted(this.voters, (id) => this.progress.get(id)?.match);
+  }
+
+  /** Largest commit index that a (joint) quorum of voters reported knowing. */
+  commitKnownByQuorum(): number {
+    return jointCommitted(this.voters, (id) => this.progress.get(id)?.commitKnown);
   }
 
   resetVotes(): void {

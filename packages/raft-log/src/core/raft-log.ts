@@ -44,7 +44,10 @@ export class RaftLog {
 
   lastIndex(): number {
     if (this.unstable.length > 0) return this.offset + this.unstable.length - 1;
-    if (this.unstableSnapshot !== undefined) return this.unstableSnapshot.metadata.index;
+    // With an unstable snapshot, entries it kept may already be durable (an earlier Ready's
+    // `advance()` moved them out of the unstable tail): the log then ends at `offset - 1`,
+    // which is the snapshot index when nothing was kept.
+    if (this.unstableSnapshot !== undefined) return this.offset - 1;
     return this.storage.lastIndex();
   }
 
@@ -69,7 +72,12 @@ export class RaftLog {
     if (snap !== undefined) {
       if (i === snap.metadata.index) return snap.metadata.term;
       if (i < snap.metadata.index) return "compacted";
-      return "unavailable";
+      if (i >= this.offset) return "unavailable";
+      // snapshot < i < offset: an entry the snapshot kept (it matched the log) that an
+      // earlier Ready made durable while the snapshot itself is still being written. Storage
+      // holds it (under its old floor), and it is part of the log (bug C: answering
+      // "unavailable" here made a duplicate append truncate acknowledged entries).
+      return this.storage.term(i);
     }
     const dummy = this.storage.firstIndex() - 1;
     if (i < dummy) return "compacted";

@@ -60,7 +60,12 @@ export interface RaftOptions {
   readonly disableProposalForwarding?: boolean;
   /** Payload codec of conf-change entries. Default: canonical JSON. */
   readonly confChangeCodec?: ConfChangeCodec;
-  /** A leader removed (or demoted) by an applied conf change steps down. Default true. */
+  /**
+   * A leader removed (or demoted) by an applied conf change steps down — once a quorum of the
+   * new configuration reported knowing that its whole log is committed, handing leadership
+   * to an up-to-date voter (until then it refuses proposals). Default true. With false it
+   * keeps leading without proposals (etcd's default) until the application moves leadership.
+   */
   readonly stepDownOnRemoval?: boolean;
 }
 
@@ -552,6 +557,7 @@ export class Raft {
       pr.next = last + 1;
       pr.recentActive = false;
       pr.lastHeardTick = Number.NEGATIVE_INFINITY;
+      pr.commitKnown = 0;
       if (id === this.id) pr.match = this.log.persistedIndex();
     }
     this.pendingConfIndex = 0;
@@ -802,8 +808,8 @@ export class Raft {
           { leaderHint: this.leadTransferee },
         );
       }
-      if (!this.trk.progress.has(this.id)) {
-        throw new RaftError("proposal_dropped", "this leader is not in the configuration");
+      if (!this.trk.isVoter(this.id)) {
+        throw new RaftError("proposal_dropped", "this leader is no longer a voter");
       }
     } else if (this.lead === 0) {
       throw new RaftError("no_leader", "no leader known; proposal not accepted");
@@ -834,7 +840,7 @@ export class Raft {
         for (const [id, pr] of this.trk.progress) if (id !== this.id) pr.recentActive = false;
         return;
       case "prop": {
-        if (!this.trk.progress.has(this.id) || this.leadTransferee !== 0) return; // dropped
+        if (!this.trk.isVoter(this.id) || this.leadTransferee !== 0) return; // dropped
         const ents = m.entries.map((e): Entry => {
           if (e.type !== "conf_change") return e;
           let refused = this.pendingConfIndex > this.log.applied;
@@ -873,14 +879,27 @@ export class Raft {
     switch (m.type) {
       case "app_resp":
         pr.recentActive = true;
+        if (!m.reject) pr.commitKnown = Math.max(pr.commitKnown, m.commit);
         this.handleAppendResponse(m, pr);
+        this.maybeStepDownRemoved();
         return;
       case "heartbeat_resp": {
         pr.recentActive = true;
         pr.lastHeardTick = Math.max(pr.lastHeardTick, Math.min(m.index, this.ticks));
         pr.probeSent = false;
-        if (pr.state === "snapshot") this.sendChunk(m.from, pr);
-        else if (pr.match < this.log.lastIndex()) this.sendAppend(m.from);
+        pr.commitKnown = Math.max(pr.commitKnown, m.commit);
+        if (pr.state === "snapshot") {
+          // Resend the current chunk only when the transfer made no progress for a whole
+          // heartbeat round (a chunk or its answer was lost silently), never a second chain.
+          if (!pr.snapActive) this.sendChunk(m.from, pr);
+          pr.snapActive = false;
+        } else {
+          // A full window whose appends (or answers) were all lost would never be freed:
+          // free one slot per heartbeat answer so that one append goes out (etcd).
+          if (pr.inflightsFull()) pr.freeFirstInflight();
+          if (pr.match < this.log.lastIndex()) this.sendAppend(m.from);
+        }
+        if (this.maybeStepDownRemoved()) return;
         if (this.readOnlyOption !== "safe" || m.context.byteLength === 0) return;
         const acks = this.readOnly.recvAck(m.from, m.context);
         if (acks === undefined) return;
@@ -893,7 +912,16 @@ export class Raft {
       case "snap_resp":
         pr.recentActive = true;
         if (pr.state !== "snapshot" || m.index !== pr.pendingSnapshot) return;
+        if (m.reject) {
+          // Out of order or duplicate: the follower says where it is. Resume from there on
+          // the next idle heartbeat round; answering each rejection with a chunk would
+          // multiply chunk chains under duplication (bug B).
+          pr.snapOffset = m.chunkOffset;
+          return;
+        }
+        if (m.chunkOffset <= pr.snapOffset) return; // a duplicate or stale acknowledgement
         pr.snapOffset = m.chunkOffset;
+        pr.snapActive = true;
         if (pr.snapshot !== undefined && pr.snapOffset < pr.snapshot.data.byteLength) {
           this.sendChunk(m.from, pr);
         }
@@ -931,6 +959,10 @@ export class Raft {
     else if (pr.state === "snapshot" && pr.match + 1 >= this.log.firstIndex()) {
       pr.becomeProbe();
       pr.becomeReplicate();
+    } else if (pr.state === "snapshot" && pr.match >= pr.pendingSnapshot) {
+      // The snapshot landed but this leader compacted past it meanwhile: probe again, which
+      // sends the current snapshot (bug B: it stayed in snapshot state with a stale one).
+      pr.becomeProbe();
     } else if (pr.state === "replicate") pr.freeInflightsTo(m.index);
     if (this.maybeCommit()) this.bcastAppend();
     else if (wasPaused) this.sendAppend(m.from);
@@ -1005,7 +1037,13 @@ export class Raft {
         this.lead = m.from;
         this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
         this.send(
-          createMessage({ type: "heartbeat_resp", to: m.from, index: m.index, context: m.context }),
+          createMessage({
+            type: "heartbeat_resp",
+            to: m.from,
+            index: m.index,
+            context: m.context,
+            commit: this.log.committed,
+          }),
         );
         return;
       case "snap":
@@ -1058,12 +1096,12 @@ export class Raft {
 
   private handleAppendEntries(m: Message): void {
     if (m.index < this.log.committed) {
-      this.send(createMessage({ type: "app_resp", to: m.from, index: this.log.committed }));
+      this.ackAppend(m.from, this.log.committed);
       return;
     }
     const last = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (last !== undefined) {
-      this.send(createMessage({ type: "app_resp", to: m.from, index: last }));
+      this.ackAppend(m.from, last);
       return;
     }
     let hint = Math.min(m.index, this.log.lastIndex());
@@ -1084,6 +1122,13 @@ export class Raft {
     const s = m.snapshot;
     if (s === undefined) return;
     const { index, term } = s.metadata;
+    if (index <= this.log.committed) {
+      // Stale (scenario 39), or installed already and our answer was lost: say so at once
+      // instead of buffering the whole transfer again; the leader moves on from our commit.
+      this.snapBuffer = undefined;
+      this.ackAppend(m.from, this.log.committed);
+      return;
+    }
     let buf = this.snapBuffer;
     const same = buf !== undefined && buf.index === index && buf.term === term;
     if (m.chunkOffset === 0 && !(same && buf !== undefined && buf.size > 0)) {
@@ -1116,11 +1161,13 @@ export class Raft {
       off += p.byteLength;
     }
     const full: Snapshot = { metadata: s.metadata, data };
-    if (this.restore(full)) {
-      this.send(createMessage({ type: "app_resp", to: m.from, index: this.log.lastIndex() }));
-    } else {
-      this.send(createMessage({ type: "app_resp", to: m.from, index: this.log.committed }));
-    }
+    if (this.restore(full)) this.ackAppend(m.from, this.log.lastIndex());
+    else this.ackAppend(m.from, this.log.committed);
+  }
+
+  /** Acknowledges the log up to `index`, reporting the commit index this node knows. */
+  private ackAppend(to: number, index: number): void {
+    this.send(createMessage({ type: "app_resp", to, index, commit: this.log.committed }));
   }
 
   /**
@@ -1162,15 +1209,44 @@ export class Raft {
     this.trk.applyConfState(next, this.log.lastIndex() + 1);
     this.confChanged = true;
     if (this.role !== "leader") return;
-    if (!this.trk.isVoter(this.id) && this.stepDownOnRemoval) {
-      this.becomeFollower(this.term, 0);
-      return;
-    }
     if (this.leadTransferee !== 0 && !this.trk.isVoter(this.leadTransferee)) {
       this.leadTransferee = 0;
     }
     if (this.maybeCommit()) this.bcastAppend();
     else for (const id of this.trk.ids()) if (id !== this.id) this.sendAppend(id, false);
+    this.maybeStepDownRemoved();
+  }
+
+  /**
+   * A leader that an applied conf change removed (or demoted to learner) steps down only
+   * once a quorum of the new configuration has reported knowing that its whole log is
+   * committed — so that they applied the change and can elect a leader among themselves —
+   * and hands leadership to the most up-to-date of them (TimeoutNow). Stepping down at once
+   * (bug E) left the others in the joint configuration when the appends carrying the new
+   * commit index were lost: they then needed a C_old majority whose most up-to-date members
+   * (the removed leader, demoted learners) never campaign. Until then it keeps replicating
+   * and heartbeating but refuses proposals (`proposal_dropped`), so its log cannot grow.
+   * True when it stepped down.
+   */
+  private maybeStepDownRemoved(): boolean {
+    if (this.role !== "leader" || !this.stepDownOnRemoval || this.trk.isVoter(this.id)) {
+      return false;
+    }
+    const last = this.log.lastIndex();
+    if (this.log.committed < last || this.trk.commitKnownByQuorum() < last) return false;
+    let to = 0;
+    let best = -1;
+    for (const id of this.trk.voterIds()) {
+      const pr = this.trk.progress.get(id);
+      if (pr === undefined || id === this.id) continue;
+      if (pr.match === last && pr.commitKnown >= last && pr.match > best) {
+        best = pr.match;
+        to = id;
+      }
+    }
+    if (to !== 0) this.send(createMessage({ type: "timeout_now", to }));
+    this.becomeFollower(this.term, 0);
+    return true;
   }
 
   private maybeAutoLeave(): void {
