@@ -1171,19 +1171,18 @@ export class Raft {
   }
 
   /**
-   * Installs a complete snapshot; false (ignored) when it is not newer than the commit index
-   * or does not include this node.
+   * Installs a complete snapshot; false (ignored) when it is not newer than the commit index.
+   *
+   * A snapshot whose configuration does not include this node is installed too (bug D): a
+   * leader only sends to peers of its applied configuration, so such a snapshot predates the
+   * conf change that added us, and that change follows in the entries the leader sends next.
+   * Until it is applied this node is not promotable (no progress entry of its own), exactly
+   * like a node added but not yet caught up. Refusing it (etcd's defensive check) left the
+   * node unable to catch up until the application happened to take a newer snapshot.
    */
   private restore(s: Snapshot): boolean {
-    const { index, term, confState } = s.metadata;
+    const { index, term, confState: cs } = s.metadata;
     if (index <= this.log.committed) return false;
-    const cs = confState;
-    const member =
-      cs.voters.includes(this.id) ||
-      cs.learners.includes(this.id) ||
-      cs.votersOutgoing.includes(this.id) ||
-      cs.learnersNext.includes(this.id);
-    if (!member) return false;
     let keep: Entry[] = [];
     if (this.log.matchTerm(index, term) && index < this.log.lastIndex()) {
       keep = this.log.slice(index + 1, this.log.lastIndex() + 1);

@@ -1,7 +1,9 @@
 // Long mode of the deterministic simulator:
 //   pnpm --filter @oprc/raft-log sim --seeds N [--start S] [--nodes a-b] [--ticks T]
-//     [--trace] [--trace-messages] [--silent-drops] [--no-commit-rule] [--skip-known]
+//     [--trace] [--trace-messages] [--silent-drops | --reporting] [--no-commit-rule] [--skip-known]
 //     [--stop-on-failure] [--json] [--quiet]
+// Transport: by default each seed decides whether lost messages are reported to the sender
+// (about 70 %) or lost silently; --silent-drops makes every seed silent, --reporting none.
 // Prints progress every 500 seeds, each failure with its replay command, and a summary;
 // exits 1 when a seed failed. `--json` prints one summary line (used by the CI test and the
 // mutation runner).
@@ -17,6 +19,7 @@ const { values } = parseArgs({
     ticks: { type: "string" },
     trace: { type: "boolean", default: false },
     "silent-drops": { type: "boolean", default: false },
+    reporting: { type: "boolean", default: false },
     "trace-messages": { type: "boolean", default: false },
     "no-commit-rule": { type: "boolean", default: false },
     "stop-on-failure": { type: "boolean", default: false },
@@ -30,6 +33,15 @@ const start = Number(values.start);
 const [lo, hi] = (values.nodes ?? "3-7").split("-").map(Number) as [number, number?];
 const minNodes = lo;
 const maxNodes = hi ?? lo;
+if (values["silent-drops"] && values.reporting) {
+  console.error("--silent-drops and --reporting exclude each other");
+  process.exit(2);
+}
+const silentDrops: boolean | undefined = values["silent-drops"]
+  ? true
+  : values.reporting
+    ? false
+    : undefined;
 const t0 = performance.now();
 let failures = 0;
 let unknown = 0;
@@ -43,7 +55,7 @@ for (let i = 0; i < seeds; i++) {
     minNodes,
     maxNodes,
     ...(values.ticks !== undefined ? { ticks: Number(values.ticks) } : {}),
-    ...(values["silent-drops"] ? { silentDrops: true } : {}),
+    ...(silentDrops !== undefined ? { silentDrops } : {}),
     ...(values["trace-messages"] ? { traceMessages: true } : {}),
     ...(values["no-commit-rule"] ? { commitRuleCheck: false } : {}),
     ...(values.trace ? { trace: (l: string) => console.log(l) } : {}),
@@ -62,7 +74,7 @@ for (let i = 0; i < seeds; i++) {
       console.log(
         `  replay: ${replayCommand(seed, minNodes, maxNodes, {
           ...(values.ticks !== undefined ? { ticks: Number(values.ticks) } : {}),
-          silentDrops: values["silent-drops"] === true,
+          ...(silentDrops !== undefined ? { silentDrops } : {}),
         })}`,
       );
     }
