@@ -252,27 +252,52 @@ export function renderMemoryTable(scale: readonly ScaleInfo[]): string {
   return out;
 }
 
-/** Headline ratios (median of the per-round paired ratios, min–max in brackets). */
+/** Headline ratios (median of the per-round paired ratios, min–max in brackets); a line is left out when a subject it names was not measured (`--only`). */
 export function headlines(info: RunInfo, results: Results): string[] {
   const c = Math.max(...info.concurrency);
   const r = (a: string, b: string, m: "rps" | "p99Us" | "cpuUsPerReq" = "rps"): string =>
     fmtRatioSpread(metricRatio(results, a, b, m));
-  const lines = [
-    `GetValue over gRPC at c=${c}: ${r(k("grpc.GetValue", c), k("grpc.Capabilities", c))} the req/s of an empty RPC on the same server, ` +
-      `${r(k("grpc.GetValue", c), k("h2.empty", c))} of raw node:http2; server CPU/request ${r(k("grpc.GetValue", c), k("grpc.Capabilities", c), "cpuUsPerReq")} the empty RPC's.`,
-    `SetValue (sync) over gRPC at c=${c}: ${r(k("grpc.SetValue", c), k("grpc.Capabilities", c))} the empty RPC's req/s; ` +
-      `${r(k("grpc.SetValue", c), k("rocks.put", c))} the req/s of a raw synced RocksDB put.`,
-    `GetValue vs Redis HGET at c=${c}: req/s ${r(k("grpc.GetValue", c), k("redis.HGET", c))}, server CPU/request ${r(k("grpc.GetValue", c), k("redis.HGET", c), "cpuUsPerReq")}; ` +
-      `at c=1 req/s ${r(k("grpc.GetValue", 1), k("redis.HGET", 1))}.`,
-    `REST GET value at c=${c}: ${r(k("rest.GetValue", c), k("hono.trivial", c))} the req/s of a trivial Hono route.`,
-    `String vs numeric ids, GetValue p99 at c=1: ${r(k("grpc.GetValue.str", 1), k("grpc.GetValue", 1), "p99Us")}, at c=${c}: ${r(k("grpc.GetValue.str", c), k("grpc.GetValue", c), "p99Us")} (budget ≤ 1.15×).`,
+  const lines: { needs: string[]; text: () => string }[] = [
+    {
+      needs: [k("grpc.GetValue", c), k("grpc.Capabilities", c), k("h2.empty", c)],
+      text: () =>
+        `GetValue over gRPC at c=${c}: ${r(k("grpc.GetValue", c), k("grpc.Capabilities", c))} the req/s of an empty RPC on the same server, ` +
+        `${r(k("grpc.GetValue", c), k("h2.empty", c))} of raw node:http2; server CPU/request ${r(k("grpc.GetValue", c), k("grpc.Capabilities", c), "cpuUsPerReq")} the empty RPC's ` +
+        `(at c=1: ${r(k("grpc.GetValue", 1), k("grpc.Capabilities", 1), "cpuUsPerReq")}).`,
+    },
+    {
+      needs: [k("grpc.SetValue", c), k("grpc.Capabilities", c), k("rocks.put", c)],
+      text: () =>
+        `SetValue (sync) over gRPC at c=${c}: ${r(k("grpc.SetValue", c), k("grpc.Capabilities", c))} the empty RPC's req/s; ` +
+        `${r(k("grpc.SetValue", c), k("rocks.put", c))} the req/s of a raw synced RocksDB put.`,
+    },
+    {
+      needs: [k("grpc.GetValue", c), k("redis.HGET", c)],
+      text: () =>
+        `GetValue vs Redis HGET at c=${c}: req/s ${r(k("grpc.GetValue", c), k("redis.HGET", c))}, server CPU/request ${r(k("grpc.GetValue", c), k("redis.HGET", c), "cpuUsPerReq")}; ` +
+        `at c=1 req/s ${r(k("grpc.GetValue", 1), k("redis.HGET", 1))}.`,
+    },
+    {
+      needs: [k("rest.GetValue", c), k("hono.trivial", c)],
+      text: () =>
+        `REST GET value at c=${c}: ${r(k("rest.GetValue", c), k("hono.trivial", c))} the req/s of a trivial Hono route; server CPU/request ${r(k("rest.GetValue", c), k("hono.trivial", c), "cpuUsPerReq")}.`,
+    },
+    {
+      needs: [k("grpc.GetValue.str", c), k("grpc.GetValue", c)],
+      text: () =>
+        `String vs numeric ids, GetValue p99 at c=1: ${r(k("grpc.GetValue.str", 1), k("grpc.GetValue", 1), "p99Us")}, at c=${c}: ${r(k("grpc.GetValue.str", c), k("grpc.GetValue", c), "p99Us")} (budget ≤ 1.15×); ` +
+        `server CPU/request at c=${c}: ${r(k("grpc.GetValue.str", c), k("grpc.GetValue", c), "cpuUsPerReq")}.`,
+    },
   ];
   for (const size of info.scaleSizes) {
-    lines.push(
-      `GetValue with ${sizeLabel(size)} objects stored vs 1k, c=1: req/s ${r(k(`grpc@${size}.GetValue`, 1), k("grpc.GetValue", 1))}, p99 ${r(k(`grpc@${size}.GetValue`, 1), k("grpc.GetValue", 1), "p99Us")}.`,
-    );
+    const big = k(`grpc@${size}.GetValue`, 1);
+    lines.push({
+      needs: [big, k("grpc.GetValue", 1)],
+      text: () =>
+        `GetValue with ${sizeLabel(size)} objects stored vs 1k, c=1: req/s ${r(big, k("grpc.GetValue", 1))}, p99 ${r(big, k("grpc.GetValue", 1), "p99Us")}, server CPU/request ${r(big, k("grpc.GetValue", 1), "cpuUsPerReq")}.`,
+    });
   }
-  return lines;
+  return lines.filter((l) => l.needs.every((key) => results.has(key))).map((l) => l.text());
 }
 
 /** The whole RESULTS.md. */
@@ -342,14 +367,20 @@ export function buildResultsMarkdown(
       "client CPU = the harness process (the load generator shares the 2 cores); server RSS = " +
       "peak VmRSS seen.\n",
   );
-  for (const t of groupTables(info)) parts.push(renderGroupTable(t, results));
+  // Tables with nothing measured (an `--only` run) are left out.
+  for (const t of groupTables(info)) {
+    if (t.rows.some((row) => results.has(row.key))) parts.push(renderGroupTable(t, results));
+  }
   parts.push("## Against the references\n");
   parts.push(
     "`a/b` columns are paired per-round ratios: req/s above 1 means a serves more; p99 and " +
       "CPU above 1 mean a is slower or costlier. Raw RocksDB runs inside the harness, so its " +
       '"server CPU" includes the load generator.\n',
   );
-  for (const t of pairTables(info)) parts.push(renderPairTable(t, results));
+  for (const t of pairTables(info)) {
+    const rows = t.rows.filter((row) => results.has(row.a) || results.has(row.b));
+    if (rows.length > 0) parts.push(renderPairTable({ ...t, rows }, results));
+  }
   parts.push("### Storage and memory by data size\n");
   parts.push(renderMemoryTable(scale));
   if (profile !== undefined) {
