@@ -26,8 +26,14 @@ export class Progress {
   pendingSnapshot = 0;
   /** Snapshot state: the snapshot being sent (held so every chunk comes from one snapshot). */
   snapshot: Snapshot | undefined = undefined;
-  /** Snapshot state: next chunk offset the follower expects. */
+  /** Snapshot state: highest offset the follower acknowledged (it has every byte before). */
   snapOffset = 0;
+  /** Snapshot state: offset of the next chunk to send. */
+  snapNext = 0;
+  /** Snapshot state: the last chunk was sent (since the last resend). */
+  snapDone = false;
+  /** Snapshot state: the offset in the follower's latest answer (lower after its restart). */
+  snapReported = 0;
   /**
    * Snapshot state: a chunk went out or was acknowledged since the last heartbeat answer.
    * A heartbeat answer resends the current chunk only when the transfer was idle for a whole
@@ -60,6 +66,9 @@ export class Progress {
     this.pendingSnapshot = 0;
     this.snapshot = undefined;
     this.snapOffset = 0;
+    this.snapNext = 0;
+    this.snapDone = false;
+    this.snapReported = 0;
     this.snapActive = false;
     this.state = state;
     this.inflights = [];

@@ -143,9 +143,18 @@ interface SnapshotBuffer {
   index: number;
   term: number;
   total: number;
+  /** Bytes received in order (the next offset expected). */
   size: number;
   parts: Uint8Array[];
+  /** Chunks that arrived ahead of `size` (reordered), by offset. */
+  ahead: Map<number, Uint8Array>;
 }
+
+/**
+ * Snapshot chunks a leader keeps in flight per follower (a window, so that a transfer of
+ * many small chunks does not take one round trip per chunk).
+ */
+const SNAPSHOT_CHUNK_WINDOW = 4;
 
 /**
  * The pure, deterministic Raft state machine (etcd/raft design): feed it ticks, messages and
@@ -728,25 +737,33 @@ export class Raft {
     const snap = this.log.snapshot();
     if (snap.metadata.index === 0) return false;
     pr.becomeSnapshot(snap);
-    this.sendChunk(to, pr);
+    this.sendChunks(to, pr);
     return true;
   }
 
-  private sendChunk(to: number, pr: Progress): void {
+  /**
+   * Sends the chunks of `pr.snapshot` from `pr.snapNext` while fewer than
+   * {@link SNAPSHOT_CHUNK_WINDOW} chunks past the acknowledged offset are in flight.
+   */
+  private sendChunks(to: number, pr: Progress): void {
     const snap = pr.snapshot;
     if (snap === undefined) return;
     const total = snap.data.byteLength;
-    const off = Math.min(pr.snapOffset, total);
-    const data = snap.data.subarray(off, Math.min(total, off + this.chunkSize));
-    this.send(
-      createMessage({
-        type: "snap",
-        to,
-        snapshot: { metadata: snap.metadata, data },
-        chunkOffset: off,
-        chunkTotal: total,
-      }),
-    );
+    while (!pr.snapDone && pr.snapNext - pr.snapOffset < SNAPSHOT_CHUNK_WINDOW * this.chunkSize) {
+      const off = Math.min(pr.snapNext, total);
+      const end = Math.min(total, off + this.chunkSize);
+      this.send(
+        createMessage({
+          type: "snap",
+          to,
+          snapshot: { metadata: snap.metadata, data: snap.data.subarray(off, end) },
+          chunkOffset: off,
+          chunkTotal: total,
+        }),
+      );
+      pr.snapNext = end;
+      if (end >= total) pr.snapDone = true;
+    }
   }
 
   private bcastAppend(): void {
@@ -889,9 +906,16 @@ export class Raft {
         pr.probeSent = false;
         pr.commitKnown = Math.max(pr.commitKnown, m.commit);
         if (pr.state === "snapshot") {
-          // Resend the current chunk only when the transfer made no progress for a whole
-          // heartbeat round (a chunk or its answer was lost silently), never a second chain.
-          if (!pr.snapActive) this.sendChunk(m.from, pr);
+          // Resend only when the transfer made no progress for a whole heartbeat round (a
+          // chunk or its answer was lost silently): go back to the follower's last reported
+          // offset (it may have restarted and lost its buffer) and refill the window. Never
+          // a second chain of chunks next to a live one.
+          if (!pr.snapActive) {
+            pr.snapOffset = Math.min(pr.snapOffset, pr.snapReported);
+            pr.snapNext = pr.snapOffset;
+            pr.snapDone = false;
+            this.sendChunks(m.from, pr);
+          }
           pr.snapActive = false;
         } else {
           // A full window whose appends (or answers) were all lost would never be freed:
@@ -912,19 +936,16 @@ export class Raft {
       case "snap_resp":
         pr.recentActive = true;
         if (pr.state !== "snapshot" || m.index !== pr.pendingSnapshot) return;
-        if (m.reject) {
-          // Out of order or duplicate: the follower says where it is. Resume from there on
-          // the next idle heartbeat round; answering each rejection with a chunk would
-          // multiply chunk chains under duplication (bug B).
-          pr.snapOffset = m.chunkOffset;
-          return;
-        }
-        if (m.chunkOffset <= pr.snapOffset) return; // a duplicate or stale acknowledgement
+        if (m.reject) return;
+        pr.snapReported = m.chunkOffset;
+        // Only an answer that moves the acknowledged offset forward sends more (at most
+        // the window); duplicates and reordered answers send nothing, so duplicated
+        // messages cannot multiply chunk chains (bug B).
+        if (m.chunkOffset <= pr.snapOffset) return;
         pr.snapOffset = m.chunkOffset;
+        if (pr.snapNext < pr.snapOffset) pr.snapNext = pr.snapOffset;
         pr.snapActive = true;
-        if (pr.snapshot !== undefined && pr.snapOffset < pr.snapshot.data.byteLength) {
-          this.sendChunk(m.from, pr);
-        }
+        this.sendChunks(m.from, pr);
         return;
       case "snap_status":
         if (pr.state !== "snapshot") return;
@@ -1130,26 +1151,30 @@ export class Raft {
       return;
     }
     let buf = this.snapBuffer;
-    const same = buf !== undefined && buf.index === index && buf.term === term;
-    if (m.chunkOffset === 0 && !(same && buf !== undefined && buf.size > 0)) {
-      buf = { index, term, total: m.chunkTotal, size: 0, parts: [] };
-      this.snapBuffer = buf;
-    } else if (buf === undefined || !same || buf.size !== m.chunkOffset) {
-      // Out of order, duplicate or unknown transfer: say where we are (resume or restart).
-      this.send(
-        createMessage({
-          type: "snap_resp",
-          to: m.from,
-          index,
-          chunkOffset: same && buf !== undefined ? buf.size : 0,
-          reject: true,
-        }),
-      );
+    if (buf !== undefined && (index < buf.index || (index === buf.index && term !== buf.term))) {
+      // A chunk of an older transfer (reordered): say so; the leader ignores it unless that
+      // is the snapshot it is sending.
+      this.send(createMessage({ type: "snap_resp", to: m.from, index, reject: true }));
       return;
     }
-    buf.parts.push(s.data);
-    buf.size += s.data.byteLength;
+    if (buf === undefined || index > buf.index) {
+      buf = { index, term, total: m.chunkTotal, size: 0, parts: [], ahead: new Map() };
+      this.snapBuffer = buf;
+    }
+    if (m.chunkOffset === buf.size) {
+      buf.parts.push(s.data);
+      buf.size += s.data.byteLength;
+      for (let next = buf.ahead.get(buf.size); next !== undefined; next = buf.ahead.get(buf.size)) {
+        buf.ahead.delete(buf.size);
+        buf.parts.push(next);
+        buf.size += next.byteLength;
+      }
+    } else if (m.chunkOffset > buf.size && m.chunkOffset < buf.total) {
+      buf.ahead.set(m.chunkOffset, s.data); // reordered: keep it for later
+    }
+    // else: a duplicate of a chunk already received
     if (buf.size < buf.total) {
+      // Every chunk is answered with the next offset expected (resume point).
       this.send(createMessage({ type: "snap_resp", to: m.from, index, chunkOffset: buf.size }));
       return;
     }
