@@ -20,7 +20,7 @@ import {
   preloadOdgm,
 } from "./preload.js";
 import { type Child, killAllChildren, rssBytes, startChild } from "./processes.js";
-import { profileShares } from "./profile.js";
+import { profileShares, topFunctions } from "./profile.js";
 import {
   preloadRedis,
   REDIS_SERVER,
@@ -28,7 +28,12 @@ import {
   redisAvailable,
   startRedis,
 } from "./redis.js";
-import { buildResultsMarkdown, type RunInfo, type ScaleInfo } from "./results-doc.js";
+import {
+  buildResultsMarkdown,
+  type ProfileSummary,
+  type RunInfo,
+  type ScaleInfo,
+} from "./results-doc.js";
 import { openRawRocks } from "./rocks-raw.js";
 
 const { values: args } = parseArgs({
@@ -505,13 +510,14 @@ async function main(): Promise<void> {
     }
 
     // With --profile: stop the 1k node now so V8 writes its CPU profile, and summarize it.
-    let profile: { bucket: string; share: number }[] | undefined;
+    let profile: ProfileSummary | undefined;
     if (profileDir !== undefined) {
       await odgm.child.stop();
       const files = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"));
       const file = files[0];
       if (file !== undefined) {
-        profile = profileShares(JSON.parse(readFileSync(path.join(profileDir, file), "utf8")));
+        const cpu = JSON.parse(readFileSync(path.join(profileDir, file), "utf8"));
+        profile = { buckets: profileShares(cpu), functions: topFunctions(cpu, 15) };
       } else {
         log("no CPU profile was written by odgm");
       }

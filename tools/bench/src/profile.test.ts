@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { frameBucket, profileShares } from "./profile.js";
+import { frameBucket, profileShares, topFunctions } from "./profile.js";
 
 describe("frameBucket", () => {
   it("names packages, workspace code, node internals and V8 pseudo-frames", () => {
@@ -37,5 +37,29 @@ describe("profileShares", () => {
       { bucket: "@oprc/entry-store", share: 0.75 },
       { bucket: "(garbage collector)", share: 0.25 },
     ]);
+  });
+});
+
+describe("topFunctions", () => {
+  it("ranks functions by busy self time", () => {
+    const top = topFunctions(
+      {
+        nodes: [
+          { id: 1, callFrame: { functionName: "(idle)", url: "" } },
+          {
+            id: 2,
+            callFrame: {
+              functionName: "encode",
+              url: "file:///w/node_modules/@bufbuild/protobuf/x.js",
+            },
+          },
+          { id: 3, callFrame: { functionName: "", url: "file:///w/apps/odgm/src/a.ts" } },
+        ],
+        samples: [1, 2, 3, 3, 2, 2],
+        timeDeltas: [50, 10, 10, 10, 10, 10],
+      },
+      1,
+    );
+    expect(top).toEqual([{ fn: "encode", bucket: "@bufbuild/protobuf", share: 0.6 }]);
   });
 });

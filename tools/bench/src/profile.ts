@@ -50,3 +50,34 @@ export function profileShares(profile: CpuProfile): { bucket: string; share: num
     .map(([bucket, t]) => ({ bucket, share: busy > 0 ? t / busy : 0 }))
     .sort((a, b) => b.share - a.share);
 }
+
+/** The `limit` functions with the most busy self time: `name (bucket)` and share. */
+export function topFunctions(
+  profile: CpuProfile,
+  limit: number,
+): { fn: string; bucket: string; share: number }[] {
+  const nodeInfo = new Map<number, { fn: string; bucket: string }>();
+  for (const n of profile.nodes) {
+    const { functionName, url } = n.callFrame;
+    nodeInfo.set(n.id, {
+      fn: functionName || "(anonymous)",
+      bucket: frameBucket(url, functionName),
+    });
+  }
+  const time = new Map<string, { fn: string; bucket: string; t: number }>();
+  let busy = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const info = nodeInfo.get(profile.samples[i] as number);
+    if (info === undefined || info.bucket === "(idle)") continue;
+    const dt = profile.timeDeltas[i] ?? 0;
+    const key = `${info.bucket}\u0000${info.fn}`;
+    const cur = time.get(key) ?? { ...info, t: 0 };
+    cur.t += dt;
+    time.set(key, cur);
+    busy += dt;
+  }
+  return [...time.values()]
+    .sort((a, b) => b.t - a.t)
+    .slice(0, limit)
+    .map(({ fn, bucket, t }) => ({ fn, bucket, share: busy > 0 ? t / busy : 0 }));
+}

@@ -52,6 +52,12 @@ export interface ScaleInfo {
   readonly redisUsedMemory: number;
 }
 
+/** A CPU profile of the 1k node, summarized (see `profile.ts`). */
+export interface ProfileSummary {
+  readonly buckets: readonly { bucket: string; share: number }[];
+  readonly functions: readonly { fn: string; bucket: string; share: number }[];
+}
+
 /** `1k`, `100k`, `1M`. */
 export function sizeLabel(n: number): string {
   if (n >= 1_000_000 && n % 1_000_000 === 0) return `${n / 1_000_000}M`;
@@ -305,7 +311,7 @@ export function buildResultsMarkdown(
   info: RunInfo,
   results: Results,
   scale: readonly ScaleInfo[],
-  profile?: readonly { bucket: string; share: number }[],
+  profile?: ProfileSummary,
 ): string {
   const m = info.machine;
   const parts: string[] = [];
@@ -385,12 +391,19 @@ export function buildResultsMarkdown(
   parts.push(renderMemoryTable(scale));
   if (profile !== undefined) {
     parts.push("\n### Where the 1k node's CPU went (V8 CPU profile of the whole run, busy time)\n");
-    const top = profile.slice(0, 15);
     parts.push(
       renderTable(
         ["code", "share of busy self time"],
-        top.map((p) => [p.bucket, `${(p.share * 100).toFixed(1)}%`]),
+        profile.buckets.slice(0, 15).map((p) => [p.bucket, `${(p.share * 100).toFixed(1)}%`]),
         [1],
+      ),
+    );
+    parts.push("\nTop functions by self time:\n");
+    parts.push(
+      renderTable(
+        ["function", "code", "share"],
+        profile.functions.map((p) => [p.fn, p.bucket, `${(p.share * 100).toFixed(1)}%`]),
+        [2],
       ),
     );
   }
