@@ -187,6 +187,15 @@ export class RaftLog {
       const ulo = Math.max(lo, this.offset);
       out.push(...this.unstable.slice(ulo - this.offset, hi - this.offset));
     }
+    if (out.length !== hi - lo) {
+      // The stable view and the unstable tail do not meet (a store holding entries the core
+      // truncated): fail loudly instead of handing out a short batch — an empty committed
+      // batch made drivers loop on `hasReady()` forever.
+      throw new RaftError(
+        "invariant_violation",
+        `log view has a gap: ${out.length} of entries [${lo}, ${hi}) found (offset ${this.offset})`,
+      );
+    }
     let size = 0;
     for (let i = 0; i < out.length; i++) {
       const e = out[i] as Entry;

@@ -300,6 +300,13 @@ class Simulation {
   private readonly pCompact: number;
   private readonly pChurn: number;
   private readonly pTransfer: number;
+  /**
+   * Deposed-leader faults draw from their own PRNG, so that adding them did not change the
+   * fault sequence of any seed in which they do not fire.
+   */
+  private readonly rndStale: () => number;
+  private readonly pStaleLeader: number;
+  private staleActive = false;
   private readonly keys: string[];
   private readonly ticks: number;
   private readonly maxCheckSteps: number;
@@ -343,6 +350,8 @@ class Simulation {
     this.pCompact = pick([0, 0.02, 0.08]);
     this.pChurn = pick([0, 0.02, 0.06, 0.15]);
     this.pTransfer = pick([0, 0.01, 0.04]);
+    this.rndStale = createPrng(Math.imul(o.seed ^ 0x68e31da4, 0x1b873593) ^ 0x85ebca6b);
+    this.pStaleLeader = [0, 0.02, 0.05][Math.floor(this.rndStale() * 3)] as number;
     // Lease reads assume bounded clock drift and no restarts within a lease: only in runs
     // without crashes, membership churn or transfers.
     this.readOnly =
@@ -905,6 +914,33 @@ class Simulation {
         else this.net.cutOneWay(b, a);
         this.log(`cut one way ${a}/${b}`);
       }
+    }
+    // A deposed leader with a long tail: isolate the leader while clients keep writing to
+    // it, let the others elect a successor, then crash the successor and heal — the old
+    // leader's log is now longer but older than the others', and it may time out first
+    // (elections must compare the last term before the length; §5.4.1).
+    if (!this.staleActive && leader !== undefined && this.rndStale() < this.pStaleLeader) {
+      this.staleActive = true;
+      const x = leader.id;
+      this.stats.partitions++;
+      this.net.heal();
+      this.net.split(
+        [x],
+        this.ids.filter((i) => i !== x),
+      );
+      this.log(`deposed leader: isolate ${x}`);
+      const at =
+        this.tickNo + this.electionTick + Math.floor(this.rndStale() * 2 * this.electionTick);
+      this.scheduled.push({
+        at,
+        run: () => {
+          this.staleActive = false;
+          const successor = this.leaderNode();
+          if (successor !== undefined && successor.id !== x) this.crash(successor);
+          this.net.heal();
+          this.log(`deposed leader: ${x} rejoins`);
+        },
+      });
     }
     // Compaction (any node, up to its applied index).
     for (const nd of this.nodes) if (r() < this.pCompact) this.compact(nd);
