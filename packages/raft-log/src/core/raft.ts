@@ -1258,17 +1258,12 @@ export class Raft {
     }
     const last = this.log.lastIndex();
     if (this.log.committed < last || this.trk.commitKnownByQuorum() < last) return false;
-    let to = 0;
-    let best = -1;
-    for (const id of this.trk.voterIds()) {
+    // Hand over to a voter that holds the whole log and knows it is committed (lowest id).
+    const to = this.trk.voterIds().find((id) => {
       const pr = this.trk.progress.get(id);
-      if (pr === undefined || id === this.id) continue;
-      if (pr.match === last && pr.commitKnown >= last && pr.match > best) {
-        best = pr.match;
-        to = id;
-      }
-    }
-    if (to !== 0) this.send(createMessage({ type: "timeout_now", to }));
+      return id !== this.id && pr !== undefined && pr.match === last && pr.commitKnown >= last;
+    });
+    if (to !== undefined) this.send(createMessage({ type: "timeout_now", to }));
     this.becomeFollower(this.term, 0);
     return true;
   }
