@@ -40,4 +40,28 @@ describe("RaftLog", () => {
     expect(() => log.slice(1, 3)).toThrow(/compacted/);
     expect(() => log.slice(3, 9)).toThrow(/unavailable/);
   });
+  it("sees durable kept entries behind an unstable snapshot (bug C)", () => {
+    const s = TestStorage.withTerms([1, 1, 1, 1, 1], [1]);
+    const log = new RaftLog(s);
+    const snap = { metadata: { index: 3, term: 1, confState: s.snapshot().metadata.confState } };
+    // A matching snapshot at 3 keeps 4 and 5; 4 became durable before the snapshot did.
+    log.restore({ ...snap, data: new Uint8Array(0) }, log.slice(4, 6));
+    log.stableTo(4, 1);
+    expect([log.offset, log.unstable.length]).toEqual([5, 1]);
+    expect([log.firstIndex(), log.lastIndex(), log.termOrError(4)]).toEqual([4, 5, 1]);
+    expect(log.findConflict(ents(4, [1]))).toBe(0); // a duplicate of 4 does not "conflict"
+    log.stableTo(5, 1);
+    expect([log.lastIndex(), log.unstable.length]).toEqual([5, 0]); // was the snapshot index
+    expect(log.slice(4, 6).map((e) => e.index)).toEqual([4, 5]);
+    expect(log.termOrError(6)).toBe("unavailable");
+  });
+
+  it("fails loudly when the stable view and the unstable tail do not meet", () => {
+    // Only a broken core gets here (the "truncate on a non-conflict" mutant): it re-appends a
+    // matching entry, the store keeps the entries after it, and the view has a gap.
+    const log = new RaftLog(TestStorage.withTerms([1, 1, 1, 1, 1], [1]));
+    log.append(ents(4, [1]));
+    log.stableTo(4, 1);
+    expect(() => log.slice(5, 6)).toThrow(/invariant_violation.*gap/);
+  });
 });
