@@ -3,7 +3,7 @@
 // requests in flight on one HTTP/2 connection. Baseline: a raw node:http2 server answering
 // every call with a fixed empty gRPC response. Run:
 //   node --conditions=@oprc/source --experimental-transform-types --no-warnings \
-//     --import ./test/fixtures/ts-register.mjs bench/rpc-throughput.ts [seconds-per-case]
+//     --import @oprc/test-config/ts-hooks bench/rpc-throughput.ts [seconds-per-case]
 // (from apps/odgm). ODGM_BENCH_PROFILE=1 also writes a CPU profile of the sync-off odgm
 // server to bench/profiles/.
 import { type ChildProcess, spawn } from "node:child_process";

@@ -4,6 +4,7 @@
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -58,7 +59,7 @@ it("the TypeScript examples print what their comments say", async () => {
         "--experimental-transform-types",
         "--no-warnings",
         "--import",
-        fileURLToPath(new URL("./fixtures/ts-register.mjs", import.meta.url)),
+        createRequire(import.meta.url).resolve("@oprc/test-config/ts-hooks"),
         file,
       ]);
       const expected = code

@@ -3,6 +3,7 @@
 // every acknowledged write must be there and the derived records must agree.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -36,7 +37,7 @@ function runAndKill(
         "--experimental-transform-types",
         "--conditions=@oprc/source",
         "--import",
-        "./ts-register.mjs",
+        createRequire(import.meta.url).resolve("@oprc/test-config/ts-hooks"),
         "crash-writer.ts",
         dir,
         String(seed),

@@ -226,7 +226,7 @@ describe("RocksDB engine", () => {
           "--experimental-transform-types",
           "--conditions=@oprc/source",
           "--import",
-          "./no-rocksdb-register.mjs",
+          "./no-rocksdb-hooks.mjs",
           "open-without-binding.ts",
           join(dir, "never"),
         ],

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -229,7 +230,7 @@ function runAndKill(dir: string, mode: string, groups: number): Promise<number[]
       "--experimental-transform-types",
       "--no-warnings",
       "--import",
-      fileURLToPath(new URL("./fixtures/ts-hooks.mjs", import.meta.url)),
+      createRequire(import.meta.url).resolve("@oprc/test-config/ts-hooks"),
       fileURLToPath(new URL("./fixtures/crash-child.ts", import.meta.url)),
       dir,
       mode,

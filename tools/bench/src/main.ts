@@ -102,7 +102,7 @@ const NODE_FLAGS = [
   "--experimental-transform-types",
   "--no-warnings",
   "--import",
-  fileURLToPath(new URL("./ts-register.mjs", import.meta.url)),
+  fileURLToPath(import.meta.resolve("@oprc/test-config/ts-hooks")),
 ];
 
 /** The real `odgm` command, run from its TypeScript sources (no build needed). */

@@ -4,6 +4,7 @@
 //   pnpm --filter @oprc/raft-log mutations [--seeds 1000] [--only name,...] [--jobs 2]
 //     [--no-commit-rule]   (end-to-end checks only: invariants, durability, liveness, WGL)
 import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -21,7 +22,8 @@ const { values } = parseArgs({
 });
 const here = dirname(fileURLToPath(import.meta.url));
 const srcDir = join(here, "..");
-const hooks = join(here, "..", "..", "scripts", "ts-hooks.mjs");
+// Absolute: the mutants run from a temporary copy of src/ with no node_modules beside it.
+const hooks = createRequire(import.meta.url).resolve("@oprc/test-config/ts-hooks");
 const only = values.only?.split(",");
 const todo = MUTATIONS.filter((m) => only === undefined || only.includes(m.name));
 

@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -41,14 +42,13 @@ describe("mutation patches", () => {
   it.runIf(process.env.RAFT_SIM_MUTATIONS === "1")(
     "every mutant is caught within 1,000 seeds",
     () => {
-      const pkg = join(src, "..");
       const r = spawnSync(
         process.execPath,
         [
           "--experimental-transform-types",
           "--disable-warning=ExperimentalWarning",
           "--import",
-          join(pkg, "scripts", "ts-hooks.mjs"),
+          createRequire(import.meta.url).resolve("@oprc/test-config/ts-hooks"),
           join(src, "sim", "mutations-cli.ts"),
           "--seeds",
           "1000",

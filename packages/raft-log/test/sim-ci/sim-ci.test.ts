@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -30,7 +31,7 @@ function runRange(start: number, seeds: number): Promise<CliSummary> {
     "--experimental-transform-types",
     "--disable-warning=ExperimentalWarning",
     "--import",
-    join(pkg, "scripts", "ts-hooks.mjs"),
+    createRequire(import.meta.url).resolve("@oprc/test-config/ts-hooks"),
     join(pkg, "src", "sim", "cli.ts"),
     "--start",
     String(start),
