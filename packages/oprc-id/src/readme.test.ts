@@ -1,48 +1,13 @@
 // Runs the example block of README.md and checks each `console.log(...); // expected` line.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterEach, expect, it, vi } from "vitest";
-
-const here = fileURLToPath(new URL(".", import.meta.url));
-const readme = readFileSync(join(here, "..", "README.md"), "utf8");
-
-function exampleBlock(): string {
-  const start = readme.indexOf("## Example");
-  const open = readme.indexOf("```ts\n", start);
-  const close = readme.indexOf("\n```", open + 6);
-  if (start < 0 || open < 0 || close < 0) throw new Error("README.md has no ts example block");
-  return readme.slice(open + 6, close + 1);
-}
-
-let dir: string | undefined;
-afterEach(() => {
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  vi.restoreAllMocks();
-});
+import { runReadmeExample } from "@oprc/test-config/readme";
+import { expect, it } from "vitest";
 
 it("runs the README example and prints what its comments say", async () => {
-  const code = exampleBlock();
-  const expected = code
-    .split("\n")
-    .filter((line) => /console\.log\(.*\/\/ /.test(line))
-    .map((line) => line.slice(line.lastIndexOf("// ") + 3).trim());
-  expect(expected.length).toBeGreaterThan(5);
-
-  const source = code.replace(
-    /from "@oprc\/oprc-id"/,
-    `from ${JSON.stringify(join(here, "index.ts"))}`,
-  );
-  expect(source).not.toBe(code);
-  dir = mkdtempSync(join(tmpdir(), "oprc-id-readme-"));
-  const file = join(dir, "example.ts");
-  writeFileSync(file, source);
-
-  const printed: string[] = [];
-  vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => {
-    printed.push(args.map(String).join(" "));
+  const { expected, printed } = await runReadmeExample({
+    readme: new URL("../README.md", import.meta.url),
+    packageName: "@oprc/oprc-id",
+    entry: new URL("./index.ts", import.meta.url),
   });
-  await import(/* @vite-ignore */ file);
+  expect(expected.length).toBeGreaterThan(5);
   expect(printed).toEqual(expected);
 });
