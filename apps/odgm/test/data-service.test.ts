@@ -3,13 +3,7 @@
 // clients: connect-node and Google's gRPC C-core (python3-grpcio), against the gRPC unary
 // fast path and (connect-node, ODGM_GRPC_FAST_PATH=false) against connect-node's own server
 // pipeline. Each run uses its own fresh node; all transcripts must be identical.
-import {
-  create,
-  type DescMessage,
-  type DescMethod,
-  type MessageInitShape,
-  toJson,
-} from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import {
   CapabilitiesRequestSchema,
@@ -23,9 +17,9 @@ import {
 } from "@oprc/grpc-api";
 import {
   type Caller,
-  type CallResult,
   createConnectCaller,
   createPythonCaller,
+  createTranscripts,
   skipPythonInterop,
 } from "@oprc/grpc-api/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -49,30 +43,7 @@ if (skipPythonInterop) {
   clients.push(["grpc C-core (python3-grpcio)", (n) => createPythonCaller(n.target), {}]);
 }
 
-const transcripts = new Map<string, Map<string, unknown[]>>();
-
-function recorder(client: string, scenario: string, c: Caller) {
-  const t = transcripts.get(client) ?? new Map<string, unknown[]>();
-  transcripts.set(client, t);
-  const log: unknown[] = [];
-  t.set(scenario, log);
-  return async <I extends DescMessage, O extends DescMessage>(
-    method: DescMethod & { input: I; output: O },
-    init: MessageInitShape<I>,
-  ): Promise<CallResult<O>> => {
-    const r = await c.call(method, create(method.input, init));
-    log.push({
-      method: method.name,
-      code: r.code,
-      message: r.message,
-      responses: r.responses.map((m) => toJson(method.output, m)),
-      trailers: Object.fromEntries(
-        Object.entries(r.trailers).filter(([k]) => k.startsWith("odgm-")),
-      ),
-    });
-    return r;
-  };
-}
+const transcripts = createTranscripts();
 
 const M = DataService.method;
 const F = OprcFunction.method;
@@ -115,7 +86,7 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make, env
   });
 
   it("numeric ids and keys: Get/Set/GetValue/SetValue/DeleteValue/Merge/Delete", async () => {
-    const call = recorder(client, "numeric", c);
+    const call = transcripts.recorder(client, "numeric", c);
     const obj = { clsId: "c", partitionId: 0, objectId: 1n };
 
     expect((await call(M.get, obj)).code).toBe(Code.NotFound);
@@ -199,7 +170,7 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make, env
   });
 
   it("string ids and keys: SetValue/GetValue/Get/BatchSetValues with CAS", async () => {
-    const call = recorder(client, "string", c);
+    const call = transcripts.recorder(client, "string", c);
     const obj = { clsId: "c", partitionId: 1, objectIdStr: "User-1" };
     expect((await call(M.setValue, { ...obj, keyStr: "Name", value: v("ann") })).code).toBe(0);
     const gv = await call(M.getValue, {
@@ -255,7 +226,7 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make, env
   });
 
   it("ListValues and ListObjects stream pages with cursors; prefixes return longer keys", async () => {
-    const call = recorder(client, "list", c);
+    const call = transcripts.recorder(client, "list", c);
     const obj = { clsId: "c", partitionId: 2, objectIdStr: "lister" };
     const values: Record<string, { data: Uint8Array }> = {};
     for (const k of ["3", "1", "bb", "a", "ccc", "ab", "abc", "abcdefgh-long-key"])
@@ -317,7 +288,7 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make, env
   });
 
   it("Stats, Capabilities, InvokeFn and InvokeObj through the function route", async () => {
-    const call = recorder(client, "misc", c);
+    const call = transcripts.recorder(client, "misc", c);
     const stats = await call(M.stats, create(StatsRequestSchema));
     expect(stats.code).toBe(0);
     const shards = stats.responses[0]?.shards ?? [];
@@ -396,7 +367,7 @@ describe.each(clients)("DataService and OprcFunction via %s", (client, make, env
   });
 
   it("status codes: invalid ids and keys, unknown collection/partition, Set without object", async () => {
-    const call = recorder(client, "status", c);
+    const call = transcripts.recorder(client, "status", c);
     const base = { clsId: "c", partitionId: 0 };
     const both = await call(M.get, { ...base, objectId: 3n, objectIdStr: "x" });
     expect(both.code).toBe(Code.InvalidArgument);
@@ -464,7 +435,7 @@ describe.each(clients)("feature flags off, via %s", (client, make, env) => {
   });
 
   it("string ids/keys are UNIMPLEMENTED and Capabilities reports exactly what is on", async () => {
-    const call = recorder(client, "flags-off", c);
+    const call = transcripts.recorder(client, "flags-off", c);
     const base = { clsId: "default", partitionId: 0 };
     const sid = await call(M.get, { ...base, objectIdStr: "user-1" });
     expect(sid.code).toBe(Code.Unimplemented);
@@ -490,14 +461,9 @@ describe.each(clients)("feature flags off, via %s", (client, make, env) => {
   });
 });
 
-describe("both clients", () => {
+describe("all clients", () => {
   it.skipIf(clients.length < 2)(
     "produce identical transcripts (codes, messages, responses, trailers)",
-    () => {
-      const [a, b] = clients.map(([name]) => transcripts.get(name));
-      expect(a?.size).toBeGreaterThan(0);
-      for (const [scenario, log] of a ?? []) expect(b?.get(scenario), scenario).toEqual(log);
-      expect([...(b?.keys() ?? [])]).toEqual([...(a?.keys() ?? [])]);
-    },
+    () => transcripts.expectIdentical(clients.map(([name]) => name)),
   );
 });
