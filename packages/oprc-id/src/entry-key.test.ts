@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalEntryKey, isCanonicalU32 } from "./entry-key.js";
+import { isCanonicalU32 } from "./canonical-decimal.js";
+import { canonicalEntryKey } from "./entry-key.js";
 import { type IdErrorCode, isIdError } from "./id-error.js";
 
 function codeOf(fn: () => unknown): IdErrorCode | "ok" {

@@ -1,3 +1,4 @@
+import { isCanonicalU32 } from "./canonical-decimal.js";
 import { IdError } from "./id-error.js";
 import { type NormalizeOptions, normalizeEntryKey } from "./normalize-id.js";
 
@@ -18,23 +19,6 @@ export interface EntryKeyInput {
 }
 
 const U32_MAX = 0xffff_ffff;
-
-/**
- * True when `s` is the canonical decimal form of a u32: `"0"` or `[1-9][0-9]*` up to
- * `"4294967295"`. `"007"`, `"+7"` and `"4294967296"` are not.
- */
-export function isCanonicalU32(s: string): boolean {
-  const n = s.length;
-  if (n === 0 || n > 10) return false;
-  const first = s.charCodeAt(0);
-  if (first === 48) return n === 1;
-  if (first < 49 || first > 57) return false;
-  for (let i = 1; i < n; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 48 || c > 57) return false;
-  }
-  return n < 10 || s <= "4294967295";
-}
 
 /**
  * Builds the canonical {@link EntryKey} from the wire fields. A string key is normalized; if

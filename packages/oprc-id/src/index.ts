@@ -1,5 +1,6 @@
+export { isCanonicalU32, isCanonicalU64, parseCanonicalU64 } from "./canonical-decimal.js";
 export type { EntryKey, EntryKeyInput } from "./entry-key.js";
-export { canonicalEntryKey, isCanonicalU32 } from "./entry-key.js";
+export { canonicalEntryKey } from "./entry-key.js";
 export { hashId, partitionOf } from "./hash-id.js";
 export type { IdErrorCode, IdErrorOptions } from "./id-error.js";
 export { IdError, isIdError } from "./id-error.js";
