@@ -4,7 +4,7 @@
 // negative enums, varints past 49 bits), so records written by other versions still
 // decode. Property-tested against protobuf-es in entry-record-codec.test.ts.
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { EntryRecordSchema, type ValData } from "@oprc/grpc-api";
+import { EntryRecordSchema, type ValData, ValDataSchema, type ValType } from "@oprc/grpc-api";
 import { FALLBACK, FAST_MAX, FastReader, fastU64, varintSize, writeVarint } from "./proto-fast.js";
 
 /** A decoded entry record. */
@@ -17,13 +17,22 @@ export interface EntryRecordFields {
   updatedAtMs: bigint;
 }
 
-function slow(value: ValData, version: bigint, updatedAtMs: bigint): Uint8Array {
-  return toBinary(EntryRecordSchema, create(EntryRecordSchema, { value, version, updatedAtMs }));
+/** The parts of a value an entry record stores: bytes and the ValType number. */
+export interface EntryRecordValue {
+  readonly data: Uint8Array;
+  readonly type: number;
+}
+
+function slow(value: EntryRecordValue, version: bigint, updatedAtMs: bigint): Uint8Array {
+  const v = create(ValDataSchema, { data: value.data, type: value.type as ValType });
+  const unknown = (value as { $unknown?: ValData["$unknown"] }).$unknown;
+  if (unknown !== undefined) v.$unknown = unknown;
+  return toBinary(EntryRecordSchema, create(EntryRecordSchema, { value: v, version, updatedAtMs }));
 }
 
 /** Encodes an `EntryRecord`; byte-identical to protobuf-es `toBinary`. */
 export function encodeEntryRecord(
-  value: ValData,
+  value: EntryRecordValue,
   version: bigint,
   updatedAtMs: bigint,
 ): Uint8Array {

@@ -7,12 +7,12 @@ import {
   type ObjectMetaRecord,
   type ShardCountersRecord,
   ShardCountersRecordSchema,
-  type ValData,
 } from "@oprc/grpc-api";
 import { toHex } from "./bytes.js";
 import {
   decodeEntryRecord,
   type EntryRecordFields,
+  type EntryRecordValue,
   encodeEntryRecord,
 } from "./entry-record-codec.js";
 import { decodeMetaRecord, encodeMetaRecord, type MetaFields } from "./meta-record-codec.js";
@@ -76,7 +76,11 @@ export function encodeMeta(meta: MetaFields): Uint8Array {
 }
 
 /** Encodes an entry record for `value` at object version `version` (fast path). */
-export function encodeEntry(value: ValData, version: bigint, updatedAtMs: bigint): Uint8Array {
+export function encodeEntry(
+  value: EntryRecordValue,
+  version: bigint,
+  updatedAtMs: bigint,
+): Uint8Array {
   return encodeEntryRecord(value, version, updatedAtMs);
 }
 

@@ -1,0 +1,392 @@
+// The write path of a shard: mutations are planned in order against each object's latest
+// *planned* state, submitted in that order to the engine's group-commit writer, and
+// acknowledged once their write is durable. The per-object lock is held while planning
+// only — never through the fsync — so many mutations of the same object share one synced
+// write, while reads keep seeing only durable data (they read storage, never this state).
+import {
+  encodeEventConfigKey,
+  encodeMetadataKey,
+  entryRange,
+  type KeyRange,
+} from "@oprc/granular-key";
+import type { ObjData, ObjectMetaRecord } from "@oprc/grpc-api";
+import { loadAutomerge, mergeCrdtSync } from "./crdt-merge.js";
+import { decodeEntryKey, keyInfo } from "./entry-keys.js";
+import { KeyedLock } from "./keyed-lock.js";
+import type { KvShard, KvWriteOp } from "./kv.js";
+import { legacyKeyOf } from "./legacy-blobs.js";
+import type { OpValue } from "./mutation-op.js";
+import {
+  type MutationPlan,
+  type ObjectState,
+  type PlanEnv,
+  planMutation,
+  type StoreOp,
+  stateNeeds,
+} from "./mutation-planner.js";
+import {
+  type CachedObject,
+  ObjectStateCache,
+  type PendingWrite,
+  pruneDurable,
+} from "./object-state-cache.js";
+import {
+  decodeBlob,
+  decodeCounters,
+  decodeEntry,
+  decodeEvent,
+  decodeMeta,
+  encodeCounters,
+} from "./records.js";
+import { StoreError } from "./store-error.js";
+import type { MutationResult } from "./types.js";
+
+/** Key of the shard counters record in the `system` keyspace. */
+export const COUNTERS_KEY: Uint8Array = Uint8Array.of(0x00, 0x01);
+
+/** Options of {@link OrderedApplier}. */
+export interface OrderedApplierOptions {
+  readonly kv: KvShard;
+  readonly shard: string;
+  /** Granular storage and legacy fallback, as the planner needs them. */
+  readonly env: Omit<PlanEnv, "crdt">;
+  /** Sync the write-ahead log before acknowledging (default of every mutation). */
+  readonly sync: boolean;
+  /** Objects whose planned state is kept in memory. */
+  readonly cacheSize: number;
+  /** Entries read per storage page when all of an object's keys are needed. */
+  readonly pageSize: number;
+  /** The shard's live-object count at open. */
+  readonly liveObjects: bigint;
+  /**
+   * Told of every mutation that wrote, once it is durable, in commit order (the order its
+   * writes reached storage), before its caller is answered.
+   */
+  readonly onApplied?: ((id: string, result: MutationResult) => void) | undefined;
+}
+
+/** A mutation once applied. */
+export interface Applied {
+  readonly result: MutationResult;
+  readonly plan: MutationPlan;
+}
+
+/** Planning gave up because an earlier write failed while it ran; it starts over. */
+const STALE: unique symbol = Symbol("stale");
+const MAX_ATTEMPTS = 3;
+
+/**
+ * Plans, orders and commits the mutations of one shard. See the module comment; the
+ * invariants are:
+ * - mutations of one object are planned one at a time, in call order, each against the
+ *   state the previous one left (cached metadata plus not-yet-durable entry changes);
+ * - writes reach the engine in planning order, and the engine keeps that order;
+ * - a caller is answered only once its write is durable, and an answer that depends on
+ *   state not yet durable (a no-op, a failed CAS) waits for that state to be durable;
+ * - a failed write drops every planned state, so nothing is planned on top of it again.
+ */
+export class OrderedApplier {
+  private readonly lock = new KeyedLock();
+  private readonly cache: ObjectStateCache;
+  private epoch = 0;
+  private plannedLive: bigint;
+  private durableLive: bigint;
+  /** A write carrying a counter change failed: the next write persists the counter. */
+  private counterDirty = false;
+  private inflight = 0;
+  private idle: (() => void) | undefined;
+
+  constructor(private readonly options: OrderedApplierOptions) {
+    this.cache = new ObjectStateCache(options.cacheSize);
+    this.plannedLive = options.liveObjects;
+    this.durableLive = options.liveObjects;
+  }
+
+  /** Live objects of the shard, counting durable mutations only. */
+  get liveObjects(): bigint {
+    return this.durableLive;
+  }
+
+  /** Applies one mutation; resolves once it is durable (or needs no write). */
+  async apply(op: StoreOp, sync: boolean = this.options.sync): Promise<Applied> {
+    for (let attempt = 1; ; attempt++) {
+      const planned = await this.lock.run(op.objectId, () => this.planAndSubmit(op, sync));
+      if (planned === STALE) {
+        if (attempt >= MAX_ATTEMPTS) throw staleError();
+        continue;
+      }
+      try {
+        return await planned.outcome;
+      } catch (err) {
+        // A no-op waited for writes it depended on, and one of them failed: plan again.
+        if (err === STALE && attempt < MAX_ATTEMPTS) continue;
+        throw err === STALE ? staleError() : err;
+      }
+    }
+  }
+
+  /** Forgets every planned state (storage was changed underneath, e.g. a snapshot install). */
+  invalidate(): void {
+    this.epoch++;
+    this.cache.clear();
+  }
+
+  /** Resolves once every mutation planned so far has settled. */
+  async drain(): Promise<void> {
+    await this.lock.drain();
+    if (this.inflight > 0) await new Promise<void>((resolve) => (this.idle = resolve));
+  }
+
+  /**
+   * Under the object's lock: loads what the plan needs, plans, records the planned state
+   * and submits the writes. Returns a promise of the outcome (not awaited under the lock).
+   */
+  private async planAndSubmit(
+    op: StoreOp,
+    sync: boolean,
+  ): Promise<{ outcome: Promise<Applied> } | typeof STALE> {
+    const epoch = this.epoch;
+    const id = op.objectId;
+    // In use from here on: the cache never evicts it under us.
+    const entry = await this.entryOf(id, epoch);
+    if (entry === undefined) return STALE;
+    try {
+      const needs = stateNeeds(op);
+      if (needs.blobAlways && entry.blob === undefined) {
+        entry.blob = (await this.readBlob(id)) ?? null;
+      }
+      pruneDurable(entry);
+      const entries = await this.loadEntries(
+        id,
+        entry,
+        needs.keys,
+        needs.allKeys,
+        op.kind === "merge_object",
+      );
+      const crdt =
+        op.kind === "merge_object" && hasCrdt(op.entries)
+          ? mergeCrdtSync(await loadAutomerge())
+          : undefined;
+      if (epoch !== this.epoch) return STALE;
+      const state: ObjectState = {
+        meta: entry.meta,
+        event: entry.event,
+        blob: entry.blob,
+        entries,
+      };
+      let plan: MutationPlan;
+      try {
+        plan = planMutation(op, state, { ...this.options.env, crdt });
+      } catch (err) {
+        // A failed check (CAS) read planned state: answer once that state is durable.
+        return { outcome: this.afterDurable(entry, () => Promise.reject(StoreError.from(err))) };
+      }
+      if (plan.writes.length === 0) {
+        return {
+          outcome: this.afterDurable(entry, () => Promise.resolve({ result: plan.result, plan })),
+        };
+      }
+      return { outcome: this.submit(id, entry, plan, sync) };
+    } finally {
+      entry.users--;
+    }
+  }
+
+  /**
+   * The cached planned state of `id` (loaded from storage on a miss), marked in use: the
+   * caller must decrement `users` when done. `undefined` when an earlier write failed meanwhile.
+   */
+  private async entryOf(id: string, epoch: number): Promise<CachedObject | undefined> {
+    const cached = this.cache.get(id);
+    if (cached !== undefined) {
+      cached.users++;
+      return cached;
+    }
+    const metaKey = encodeMetadataKey(id);
+    const eventKey = encodeEventConfigKey(id);
+    const [metaRaw, eventRaw] = await this.options.kv.getMany("objects", [metaKey, eventKey]);
+    const meta: ObjectMetaRecord | undefined =
+      metaRaw === undefined ? undefined : decodeMeta(metaRaw, metaKey);
+    let blob: ObjData | null | undefined;
+    if (meta === undefined) blob = (await this.readBlob(id)) ?? null;
+    if (epoch !== this.epoch) return undefined;
+    const entry: CachedObject = {
+      meta,
+      event:
+        meta !== undefined && !meta.tombstone && eventRaw !== undefined
+          ? decodeEvent(eventRaw, eventKey)
+          : undefined,
+      blob,
+      pending: new Map(),
+      last: undefined,
+      users: 1,
+    };
+    this.cache.set(id, entry);
+    return entry;
+  }
+
+  private async readBlob(id: string): Promise<ObjData | undefined> {
+    const key = this.options.env.legacyFallback ? legacyKeyOf(id) : undefined;
+    if (key === undefined) return undefined;
+    const raw = await this.options.kv.get("blobs", key);
+    return raw === undefined ? undefined : decodeBlob(raw, key);
+  }
+
+  /**
+   * The granular entries the plan needs: `keys` (with values when `values`), or every
+   * entry key when `all`. Pending changes win over storage, which may not show them yet.
+   */
+  private async loadEntries(
+    id: string,
+    entry: CachedObject,
+    keys: readonly string[],
+    all: boolean,
+    values: boolean,
+  ): Promise<Map<string, OpValue | undefined>> {
+    const out = new Map<string, OpValue | undefined>();
+    const live = entry.meta !== undefined && !entry.meta.tombstone;
+    if (!live) return out;
+    if (all) {
+      const [range] = entryRange(id) as [KeyRange];
+      const it = this.options.kv.iterator("objects", {
+        gte: range.gte,
+        lt: range.lt,
+        keysOnly: true,
+      });
+      try {
+        for (;;) {
+          const rows = await it.next(this.options.pageSize);
+          if (rows.length === 0) break;
+          for (const [k] of rows) out.set(decodeEntryKey(id, k).key, undefined);
+        }
+      } finally {
+        await it.close();
+      }
+      for (const [key, p] of entry.pending) {
+        if (p.value === null) out.delete(key);
+        else out.set(key, p.value);
+      }
+      return out;
+    }
+    const missing: string[] = [];
+    for (const key of keys) {
+      const p = entry.pending.get(key);
+      if (p === undefined) missing.push(key);
+      else if (p.value !== null) out.set(key, p.value);
+    }
+    if (missing.length === 0) return out;
+    const infos = missing.map((k) => keyInfo(id, k));
+    const raw = await this.options.kv.getMany(
+      "objects",
+      infos.map((i) => i.storageKey),
+    );
+    for (let i = 0; i < infos.length; i++) {
+      const v = raw[i];
+      if (v === undefined) continue;
+      const info = infos[i] as (typeof infos)[number];
+      if (!values) {
+        out.set(info.key, undefined);
+        continue;
+      }
+      const value = decodeEntry(v, info.storageKey).value;
+      if (value === undefined) {
+        throw new StoreError(
+          "corrupt_record",
+          `entry of key ${JSON.stringify(info.key)} has no value`,
+          {
+            key: info.storageKey.slice(),
+          },
+        );
+      }
+      out.set(info.key, value);
+    }
+    return out;
+  }
+
+  /** Records `plan` as the object's planned state and submits its writes. */
+  private submit(
+    id: string,
+    entry: CachedObject,
+    plan: MutationPlan,
+    sync: boolean,
+  ): Promise<Applied> {
+    const writes: KvWriteOp[] = [...plan.writes];
+    const liveAfter = this.plannedLive + BigInt(plan.liveDelta);
+    const withCounter = plan.liveDelta !== 0 || this.counterDirty;
+    if (withCounter) {
+      writes.push({
+        type: "put",
+        keyspace: "system",
+        key: COUNTERS_KEY,
+        value: encodeCounters(liveAfter),
+      });
+    }
+    this.plannedLive = liveAfter;
+    entry.meta = plan.next.meta;
+    entry.event = plan.next.event;
+    entry.blob = plan.next.blob;
+    const epoch = this.epoch;
+    const written = this.options.kv.write(writes, { sync });
+    const write: PendingWrite = { settled: false, done: written };
+    for (const [key, value] of plan.entryChanges) entry.pending.set(key, { value, write });
+    entry.last = write;
+    this.inflight++;
+    // Handlers attach directly to the engine's promise, so they run in commit order and
+    // before any later submission can observe state planned on a failed write.
+    const outcome = written.then(
+      (): Applied => {
+        write.settled = true;
+        this.durableLive = liveAfter;
+        if (withCounter) this.counterDirty = false;
+        this.settle();
+        this.options.onApplied?.(id, plan.result);
+        return { result: plan.result, plan };
+      },
+      (err: unknown): never => {
+        if (epoch === this.epoch) {
+          // Every state planned from here on may include this write: start over from storage.
+          this.invalidate();
+          this.plannedLive = this.durableLive;
+          this.counterDirty = true;
+        }
+        this.settle();
+        throw StoreError.from(err, "io");
+      },
+    );
+    return outcome;
+  }
+
+  /** Answers with `answer()` once every write of `entry` submitted so far is durable. */
+  private afterDurable(entry: CachedObject, answer: () => Promise<Applied>): Promise<Applied> {
+    const last = entry.last;
+    if (last === undefined || last.settled) return answer();
+    return last.done.then(answer, () => Promise.reject(STALE));
+  }
+
+  private settle(): void {
+    this.inflight--;
+    if (this.inflight === 0 && this.idle !== undefined) {
+      const idle = this.idle;
+      this.idle = undefined;
+      idle();
+    }
+  }
+}
+
+function hasCrdt(entries: ReadonlyMap<string, OpValue>): boolean {
+  for (const v of entries.values()) if (v.type === 1) return true;
+  return false;
+}
+
+function staleError(): StoreError {
+  return new StoreError(
+    "io",
+    "the mutation could not be planned: earlier writes of the shard kept failing",
+  );
+}
+
+/** Reads the persisted live-object counter of a shard, or `undefined` when it has none. */
+export async function readLiveCounter(kv: KvShard): Promise<bigint | undefined> {
+  const raw = await kv.get("system", COUNTERS_KEY);
+  return raw === undefined ? undefined : decodeCounters(raw, COUNTERS_KEY).liveObjects;
+}
