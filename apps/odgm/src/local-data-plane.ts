@@ -5,7 +5,7 @@ import {
   type MutationResult,
   type StoredEntry as StoreEntry,
 } from "@oprc/entry-store";
-import { mutationContextFromResult, triggerDepthOf } from "@oprc/event-v2";
+import { triggerDepthOf } from "@oprc/event-v2";
 import {
   type DataPlane,
   type DataPlaneCall,
@@ -47,8 +47,6 @@ export interface LocalDataPlaneOptions {
   readonly stringIdsWriteOnly: boolean;
   /** Bound on one function invocation (`ODGM_INVOKE_TIMEOUT_MS`). */
   readonly invokeTimeoutMs: number;
-  /** Told when a durable mutation's event could not be built or enqueued. Default: ignored. */
-  readonly onEventError?: (err: unknown) => void;
 }
 
 /** Maps entry-store errors to the API's data-plane errors; other errors pass through. */
@@ -108,7 +106,7 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     );
   };
 
-  /** Runs a mutation and hands its changes to the event pipeline once it is durable. */
+  /** Runs a mutation and counts its entry writes (events leave from the shard, in commit order). */
   const mutate = async (
     ref: ObjectRef,
     run: (shard: Shard) => Promise<MutationResult>,
@@ -128,26 +126,6 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     }
     if (writes > 0) metrics.entryWrites.inc({ collection: ref.cls }, writes);
     if (deletes > 0) metrics.entryDeletes.inc({ collection: ref.cls }, deletes);
-    // Legacy blob writes (ODGM_ENABLE_GRANULAR_STORAGE=false) carry no version, so they
-    // have no place in the versioned event stream and emit nothing. The write is durable at
-    // this point: a failure to build or enqueue its event is reported, never the caller's.
-    if (
-      shard.events !== undefined &&
-      result.changed.length > 0 &&
-      result.versionAfter > result.versionBefore
-    ) {
-      try {
-        const ctx = mutationContextFromResult(result, {
-          objectId: ref.id.id,
-          clsId: ref.cls,
-          partitionId: ref.partition,
-          eventConfig: result.eventConfig,
-        });
-        if (ctx !== undefined) shard.events.tryEnqueue(ctx);
-      } catch (err) {
-        options.onEventError?.(err);
-      }
-    }
     return result;
   };
 

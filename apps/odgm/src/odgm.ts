@@ -152,6 +152,7 @@ export async function startOdgm(
       events: config.events,
       sink,
       metrics,
+      onEventError: (err) => logger.error({ err }, "could not enqueue a mutation's event"),
     });
     shards = manager;
     for (const spec of registry.list()) await manager.addCollection(spec);
@@ -165,7 +166,6 @@ export async function startOdgm(
       eventPipeline: config.events.pipelineEnabled,
       stringIdsWriteOnly: config.features.stringIdsWriteOnly,
       invokeTimeoutMs: config.limits.invokeTimeoutMs,
-      onEventError: (err) => logger.error({ err }, "could not enqueue a mutation's event"),
     });
     const health = createHealthService();
     let ready = true;

@@ -1,8 +1,14 @@
-import { createEntryStore, type EntryStore, type KvEngine } from "@oprc/entry-store";
+import {
+  createEntryStore,
+  type EntryStore,
+  type KvEngine,
+  type MutationResult,
+} from "@oprc/entry-store";
 import {
   createEventDispatcher,
   type EventDispatcher,
   type EventV2Config,
+  mutationContextFromResult,
   type ShutdownReport,
   type TriggerSink,
 } from "@oprc/event-v2";
@@ -17,7 +23,10 @@ export interface Shard {
   /** Stable id: the assignment's shard id when given, else derived from `<cls>/<partition>`. */
   readonly shardId: bigint;
   readonly store: EntryStore;
-  /** The shard's event dispatcher; `undefined` when `ODGM_EVENT_PIPELINE_V2=false`. */
+  /**
+   * The shard's event dispatcher; `undefined` when `ODGM_EVENT_PIPELINE_V2=false`. Every
+   * durable mutation that changed entries is enqueued here in commit order.
+   */
   readonly events: EventDispatcher | undefined;
 }
 
@@ -32,6 +41,8 @@ export interface ShardManagerOptions {
   readonly events: EventV2Config;
   readonly sink: TriggerSink;
   readonly metrics: OdgmMetrics;
+  /** Told when a durable mutation's event could not be built or enqueued. Default: ignored. */
+  readonly onEventError?: (err: unknown) => void;
 }
 
 /** The shards of every collection this node serves. */
@@ -50,6 +61,32 @@ export interface ShardManager {
 
 /** Opens and tracks one entry store and one event dispatcher per shard. */
 export function createShardManager(options: ShardManagerOptions): ShardManager {
+  /**
+   * Hands a durable mutation to the event pipeline. Legacy blob writes
+   * (`ODGM_ENABLE_GRANULAR_STORAGE=false`) carry no version, so they have no place in the
+   * versioned event stream and emit nothing. The write is durable already: a failure to
+   * build or enqueue its event is reported, never the caller's.
+   */
+  const emit = (
+    events: EventDispatcher,
+    clsId: string,
+    partitionId: number,
+    objectId: string,
+    result: MutationResult,
+  ): void => {
+    if (result.changed.length === 0 || result.versionAfter <= result.versionBefore) return;
+    try {
+      const ctx = mutationContextFromResult(result, {
+        objectId,
+        clsId,
+        partitionId,
+        eventConfig: result.eventConfig,
+      });
+      if (ctx !== undefined) events.tryEnqueue(ctx);
+    } catch (err) {
+      options.onEventError?.(err);
+    }
+  };
   const shards = new Map<string, Shard>();
   const collections = new Map<string, Shard[]>();
   const order: Shard[] = [];
@@ -66,16 +103,6 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
         const assigned = spec.shardAssignments[partition]?.shardIds[0];
         const shardId = assigned ?? hashId(name);
         const cls = spec.name;
-        const store = await createEntryStore({
-          engine: options.engine,
-          shard: name,
-          sync: options.sync,
-          granular: options.granular,
-          prefetchLimit: options.prefetchLimit,
-          maxGetEntries: options.maxGetEntries,
-          maxKeyLength: options.maxKeyLength,
-          onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
-        });
         const events = options.events.pipelineEnabled
           ? createEventDispatcher({
               ...options.events,
@@ -92,6 +119,23 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
               },
             })
           : undefined;
+        const store = await createEntryStore({
+          engine: options.engine,
+          shard: name,
+          sync: options.sync,
+          granular: options.granular,
+          prefetchLimit: options.prefetchLimit,
+          maxGetEntries: options.maxGetEntries,
+          maxKeyLength: options.maxKeyLength,
+          onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
+          // Events leave in commit order, so an object's events follow its versions.
+          ...(events === undefined
+            ? {}
+            : {
+                onApplied: (id: string, result: MutationResult) =>
+                  emit(events, cls, partition, id, result),
+              }),
+        });
         const shard: Shard = { cls, partition, shardId, store, events };
         list.push(shard);
         order.push(shard);
