@@ -9,6 +9,7 @@ import type { OpValue } from "./mutation-op.js";
 import type { StoreOp } from "./mutation-planner.js";
 import { COUNTERS_KEY, OrderedApplier, readLiveCounter } from "./ordered-applier.js";
 import { decodeMeta, encodeCounters } from "./records.js";
+import { exportShardState, parseShardState, replaceShardWrites } from "./shard-state.js";
 import { StoreError } from "./store-error.js";
 import { checkPositive, StoreReader } from "./store-reads.js";
 import type {
@@ -99,6 +100,31 @@ export interface EntryStore {
    * operation's own.
    */
   apply(op: StoreOp, options?: MutationOptions): Promise<MutationResult>;
+  /**
+   * Index of the last replication-log entry applied to this shard (0 when none). It is
+   * stored in the same atomic write as the data it covers, so after a restart the log is
+   * re-applied from exactly the next entry.
+   */
+  appliedIndex(): number;
+  /**
+   * Applies committed log entries (index order, `op: undefined` for entries without an
+   * operation) as ONE write that also records the last index; entries at or below
+   * {@link appliedIndex} are skipped (a restart delivers them again). A refusal that every
+   * replica makes alike — a failed CAS, a malformed operation — is that entry's result, not
+   * an error. Must not be mixed with other mutations of the store.
+   */
+  applyCommitted(
+    entries: readonly { readonly index: number; readonly op: StoreOp | undefined }[],
+    options?: { sync?: boolean },
+  ): Promise<(MutationResult | StoreError | undefined)[]>;
+  /** Every record of the shard as bytes (a Raft snapshot); call between applies. */
+  exportState(): Promise<Uint8Array>;
+  /**
+   * Replaces every record of the shard with `state` (from {@link exportState}) in one
+   * atomic write, then forgets all planned state. Malformed bytes are `invalid_argument`
+   * and change nothing.
+   */
+  importState(state: Uint8Array, options?: { sync?: boolean }): Promise<void>;
   /** Live-object counter and fallback-read count. */
   stats(): StoreStats;
   /** Sets one entry (creating or reviving the object). */
@@ -159,7 +185,7 @@ export async function createEntryStore(options: EntryStoreOptions): Promise<Entr
   try {
     const sync = options.sync !== false;
     const liveObjects = (await readLiveCounter(shard)) ?? (await countLiveObjects(shard, sync));
-    return new EntryStoreImpl(shard, options, liveObjects);
+    return new EntryStoreImpl(shard, options, liveObjects, await readAppliedIndex(shard));
   } catch (err) {
     claimed.delete(shard);
     throw StoreError.from(err);
@@ -203,6 +229,26 @@ async function countLiveObjects(kv: KvShard, sync: boolean): Promise<bigint> {
   return live;
 }
 
+/** Key of the applied log index (u64 BE) in the `system` keyspace. */
+const APPLIED_KEY = Uint8Array.of(0x00, 0x02);
+
+async function readAppliedIndex(kv: KvShard): Promise<number> {
+  const raw = await kv.get("system", APPLIED_KEY);
+  if (raw === undefined) return 0;
+  if (raw.length !== 8) {
+    throw new StoreError("corrupt_record", "applied index record is not 8 bytes", {
+      key: APPLIED_KEY,
+    });
+  }
+  return Number(new DataView(raw.buffer, raw.byteOffset, 8).getBigUint64(0, false));
+}
+
+function encodeAppliedIndex(index: number): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, BigInt(index), false);
+  return out;
+}
+
 /** The entries of a call as the operation carries them (values checked by the planner). */
 function entryMap(input: EntryInput | undefined): Map<string, OpValue> {
   const out = new Map<string, OpValue>();
@@ -231,13 +277,18 @@ class EntryStoreImpl implements EntryStore {
   private readonly applier: OrderedApplier;
   private readonly reader: StoreReader;
   private readonly now: () => number;
+  private readonly sync: boolean;
+  private applied: number;
   private closed = false;
 
   constructor(
     private readonly kv: KvShard,
     options: EntryStoreOptions,
     liveObjects: bigint,
+    applied: number,
   ) {
+    this.applied = applied;
+    this.sync = options.sync !== false;
     this.shard = options.shard;
     this.now = options.now ?? Date.now;
     const legacyFallback = options.legacyFallback !== false;
@@ -288,6 +339,76 @@ class EntryStoreImpl implements EntryStore {
     } catch (err) {
       throw storeError(err);
     }
+  }
+
+  appliedIndex(): number {
+    return this.applied;
+  }
+
+  async applyCommitted(
+    entries: readonly { readonly index: number; readonly op: StoreOp | undefined }[],
+    options: { sync?: boolean } = {},
+  ): Promise<(MutationResult | StoreError | undefined)[]> {
+    this.checkOpen();
+    let last = this.applied;
+    const ops: (StoreOp | undefined)[] = [];
+    for (const e of entries) {
+      if (!Number.isSafeInteger(e.index) || e.index < 1) {
+        throw new StoreError(
+          "invalid_argument",
+          `log index must be a positive integer, got ${e.index}`,
+        );
+      }
+      if (e.index <= last) {
+        if (e.index <= this.applied) continue;
+        throw new StoreError(
+          "invalid_argument",
+          `log indexes must increase: ${e.index} after ${last}`,
+        );
+      }
+      last = e.index;
+      ops.push(e.op);
+    }
+    if (last === this.applied) return entries.map(() => undefined);
+    const extra = [
+      {
+        type: "put" as const,
+        keyspace: "system" as const,
+        key: APPLIED_KEY,
+        value: encodeAppliedIndex(last),
+      },
+    ];
+    let applied: Awaited<ReturnType<OrderedApplier["applyInOrder"]>>;
+    try {
+      applied = await this.applier.applyInOrder(ops, extra, options.sync ?? this.sync);
+    } catch (err) {
+      throw storeError(err);
+    }
+    this.applied = last;
+    const results = applied.map((a) => (a instanceof StoreError || a === undefined ? a : a.result));
+    // Entries skipped as already applied answer undefined, keeping positions.
+    return [...entries.slice(0, entries.length - results.length).map(() => undefined), ...results];
+  }
+
+  async exportState(): Promise<Uint8Array> {
+    this.checkOpen();
+    await this.applier.drain();
+    return exportShardState(this.kv);
+  }
+
+  async importState(state: Uint8Array, options: { sync?: boolean } = {}): Promise<void> {
+    this.checkOpen();
+    const records = parseShardState(state);
+    await this.applier.drain();
+    try {
+      await this.kv.write(await replaceShardWrites(this.kv, records), {
+        sync: options.sync ?? this.sync,
+      });
+    } catch (err) {
+      throw storeError(err);
+    }
+    this.applier.reset((await readLiveCounter(this.kv)) ?? 0n);
+    this.applied = await readAppliedIndex(this.kv);
   }
 
   /** The common fields of an operation built by the convenience methods. */

@@ -19,6 +19,28 @@ export type {
 } from "./kv.js";
 export type { MemoryEngineOptions } from "./memory-engine.js";
 export { createMemoryEngine } from "./memory-engine.js";
+export type {
+  BatchOp,
+  ConvertLegacyOp,
+  DeleteEntryOp,
+  DeleteObjectOp,
+  MergeObjectOp,
+  ObjectMutationBase,
+  OpValue,
+  SetEntryOp,
+  SetEventConfigOp,
+  SetObjectOp,
+} from "./mutation-op.js";
+export type {
+  CrdtMerge,
+  MutationPlan,
+  ObjectState,
+  PlanEnv,
+  StateNeeds,
+  StoreOp,
+} from "./mutation-planner.js";
+// The pure core of the write path, for replicas and for testing state machines.
+export { ABSENT_STATE, planMutation, stateNeeds } from "./mutation-planner.js";
 export type { StoreErrorCode, StoreErrorDetails } from "./store-error.js";
 export { isStoreError, StoreError } from "./store-error.js";
 export type {

@@ -17,6 +17,7 @@ import type { KvShard, KvWriteOp } from "./kv.js";
 import { legacyKeyOf } from "./legacy-blobs.js";
 import type { OpValue } from "./mutation-op.js";
 import {
+  type CrdtMerge,
   type MutationPlan,
   type ObjectState,
   type PlanEnv,
@@ -131,6 +132,14 @@ export class OrderedApplier {
     this.cache.clear();
   }
 
+  /** Forgets every planned state and restarts the live counter at `liveObjects` (after storage was replaced). */
+  reset(liveObjects: bigint): void {
+    this.invalidate();
+    this.plannedLive = liveObjects;
+    this.durableLive = liveObjects;
+    this.counterDirty = false;
+  }
+
   /** Resolves once every mutation planned so far has settled. */
   async drain(): Promise<void> {
     await this.lock.drain();
@@ -151,29 +160,9 @@ export class OrderedApplier {
     const entry = await this.entryOf(id, epoch);
     if (entry === undefined) return STALE;
     try {
-      const needs = stateNeeds(op);
-      if (needs.blobAlways && entry.blob === undefined) {
-        entry.blob = (await this.readBlob(id)) ?? null;
-      }
-      pruneDurable(entry);
-      const entries = await this.loadEntries(
-        id,
-        entry,
-        needs.keys,
-        needs.allKeys,
-        op.kind === "merge_object",
-      );
-      const crdt =
-        op.kind === "merge_object" && hasCrdt(op.entries)
-          ? mergeCrdtSync(await loadAutomerge())
-          : undefined;
+      const loaded = await this.loadState(op, entry);
       if (epoch !== this.epoch) return STALE;
-      const state: ObjectState = {
-        meta: entry.meta,
-        event: entry.event,
-        blob: entry.blob,
-        entries,
-      };
+      const { state, crdt } = loaded;
       let plan: MutationPlan;
       try {
         plan = planMutation(op, state, { ...this.options.env, crdt });
@@ -186,10 +175,107 @@ export class OrderedApplier {
           outcome: this.afterDurable(entry, () => Promise.resolve({ result: plan.result, plan })),
         };
       }
-      return { outcome: this.submit(id, entry, plan, sync) };
+      return {
+        outcome: this.commit([{ id, entry, plan }], [], sync).then(() => ({
+          result: plan.result,
+          plan,
+        })),
+      };
     } finally {
       entry.users--;
     }
+  }
+
+  /**
+   * Applies committed log operations in log order as ONE write, together with `extra`
+   * writes (a Raft shard's applied index), and resolves once that write landed. A
+   * deterministic refusal of an operation (failed CAS, malformed operation) is its result,
+   * not a failure of the batch: every replica refuses it alike. The store must not take
+   * other mutations meanwhile (a replicated shard changes only through its log).
+   */
+  async applyInOrder(
+    ops: readonly (StoreOp | undefined)[],
+    extra: readonly KvWriteOp[],
+    sync: boolean,
+  ): Promise<(Applied | StoreError | undefined)[]> {
+    const epoch = this.epoch;
+    const out: (Applied | StoreError | undefined)[] = [];
+    const items: { id: string; entry: CachedObject; plan: MutationPlan }[] = [];
+    // One write for the whole batch; its planned changes are visible to the batch's later
+    // operations at once, and become durable when the write lands.
+    let land!: { resolve: () => void; reject: (e: unknown) => void };
+    const done = new Promise<void>((resolve, reject) => {
+      land = { resolve, reject };
+    });
+    done.catch(() => undefined);
+    const write: PendingWrite = { settled: false, done };
+    for (const op of ops) {
+      if (op === undefined) {
+        out.push(undefined);
+        continue;
+      }
+      const planned = await this.lock.run(op.objectId, async () => {
+        const entry = await this.entryOf(op.objectId, epoch);
+        if (entry === undefined) return STALE;
+        try {
+          const { state, crdt } = await this.loadState(op, entry);
+          if (epoch !== this.epoch) return STALE;
+          let plan: MutationPlan;
+          try {
+            plan = planMutation(op, state, { ...this.options.env, crdt });
+          } catch (err) {
+            const e = StoreError.from(err);
+            if (e.code === "version_mismatch" || e.code === "invalid_argument") return e;
+            throw e;
+          }
+          // Later operations of this batch plan on top of this one.
+          if (plan.writes.length > 0) this.record(entry, plan, write);
+          return { id: op.objectId, entry, plan };
+        } finally {
+          entry.users--;
+        }
+      });
+      if (planned === STALE) throw staleError();
+      if (planned instanceof StoreError) {
+        out.push(planned);
+        continue;
+      }
+      out.push({ result: planned.plan.result, plan: planned.plan });
+      if (planned.plan.writes.length > 0) items.push(planned);
+    }
+    try {
+      await this.commit(items, extra, sync, write);
+      land.resolve();
+    } catch (err) {
+      land.reject(err);
+      throw err;
+    }
+    return out;
+  }
+
+  /** Loads what planning `op` needs into an {@link ObjectState}. */
+  private async loadState(
+    op: StoreOp,
+    entry: CachedObject,
+  ): Promise<{ state: ObjectState; crdt: CrdtMerge | undefined }> {
+    const id = op.objectId;
+    const needs = stateNeeds(op);
+    if (needs.blobAlways && entry.blob === undefined) {
+      entry.blob = (await this.readBlob(id)) ?? null;
+    }
+    pruneDurable(entry);
+    const entries = await this.loadEntries(
+      id,
+      entry,
+      needs.keys,
+      needs.allKeys,
+      op.kind === "merge_object",
+    );
+    const crdt =
+      op.kind === "merge_object" && hasCrdt(op.entries)
+        ? mergeCrdtSync(await loadAutomerge())
+        : undefined;
+    return { state: { meta: entry.meta, event: entry.event, blob: entry.blob, entries }, crdt };
   }
 
   /**
@@ -303,16 +389,36 @@ export class OrderedApplier {
     return out;
   }
 
-  /** Records `plan` as the object's planned state and submits its writes. */
-  private submit(
-    id: string,
-    entry: CachedObject,
-    plan: MutationPlan,
+  /** Records `plan` as the object's planned state; its entry changes wait on `write`. */
+  private record(entry: CachedObject, plan: MutationPlan, write: PendingWrite | undefined): void {
+    entry.meta = plan.next.meta;
+    entry.event = plan.next.event;
+    entry.blob = plan.next.blob;
+    if (write === undefined) return;
+    for (const [key, value] of plan.entryChanges) entry.pending.set(key, { value, write });
+    entry.last = write;
+  }
+
+  /**
+   * Submits the writes of planned mutations (plus `extra`) as one engine write, with the
+   * counter when it moved, and settles them: on success their objects' pending changes
+   * become durable and `onApplied` hears of each, in order; on failure every planned state
+   * is dropped. `recorded`: the write the plans were already recorded with (their next
+   * states and pending changes are in their cache entries).
+   */
+  private commit(
+    items: readonly { id: string; entry: CachedObject; plan: MutationPlan }[],
+    extra: readonly KvWriteOp[],
     sync: boolean,
-  ): Promise<Applied> {
-    const writes: KvWriteOp[] = [...plan.writes];
-    const liveAfter = this.plannedLive + BigInt(plan.liveDelta);
-    const withCounter = plan.liveDelta !== 0 || this.counterDirty;
+    recorded?: PendingWrite,
+  ): Promise<void> {
+    const writes: KvWriteOp[] = [];
+    let liveAfter = this.plannedLive;
+    for (const { plan } of items) {
+      for (const w of plan.writes) writes.push(w);
+      liveAfter += BigInt(plan.liveDelta);
+    }
+    const withCounter = liveAfter !== this.plannedLive || this.counterDirty;
     if (withCounter) {
       writes.push({
         type: "put",
@@ -321,26 +427,24 @@ export class OrderedApplier {
         value: encodeCounters(liveAfter),
       });
     }
+    for (const w of extra) writes.push(w);
     this.plannedLive = liveAfter;
-    entry.meta = plan.next.meta;
-    entry.event = plan.next.event;
-    entry.blob = plan.next.blob;
     const epoch = this.epoch;
+    if (writes.length === 0) return Promise.resolve();
     const written = this.options.kv.write(writes, { sync });
-    const write: PendingWrite = { settled: false, done: written };
-    for (const [key, value] of plan.entryChanges) entry.pending.set(key, { value, write });
-    entry.last = write;
+    const write: PendingWrite = recorded ?? { settled: false, done: written };
+    if (recorded === undefined)
+      for (const { entry, plan } of items) this.record(entry, plan, write);
     this.inflight++;
     // Handlers attach directly to the engine's promise, so they run in commit order and
     // before any later submission can observe state planned on a failed write.
-    const outcome = written.then(
-      (): Applied => {
+    return written.then(
+      () => {
         write.settled = true;
         this.durableLive = liveAfter;
         if (withCounter) this.counterDirty = false;
         this.settle();
-        this.options.onApplied?.(id, plan.result);
-        return { result: plan.result, plan };
+        for (const { id, plan } of items) this.options.onApplied?.(id, plan.result);
       },
       (err: unknown): never => {
         if (epoch === this.epoch) {
@@ -353,7 +457,6 @@ export class OrderedApplier {
         throw StoreError.from(err, "io");
       },
     );
-    return outcome;
   }
 
   /** Answers with `answer()` once every write of `entry` submitted so far is durable. */

@@ -18,6 +18,7 @@ import {
   type EntryStoreOptions,
   isStoreError,
   type KvEngine,
+  type MutationResult,
   type StoredEntry,
   type StoreError,
 } from "../src/index.js";
@@ -787,6 +788,103 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
         await store.close();
         store = await open();
         expect(store.stats().liveObjects).toBe(25n);
+      });
+    });
+
+    describe("replication log", () => {
+      const T = 1_700_000_000_000;
+      it("applies committed operations in order as one write with the applied index; re-delivery is skipped", async () => {
+        expect(store.appliedIndex()).toBe(0);
+        const results = await store.applyCommitted([
+          { index: 1, op: undefined },
+          {
+            index: 2,
+            op: { kind: "set_entry", objectId: "o", timestampMs: T, key: "a", value: val("1") },
+          },
+          {
+            index: 3,
+            op: {
+              kind: "set_entry",
+              objectId: "o",
+              timestampMs: T,
+              key: "b",
+              value: val("2"),
+              expectedVersion: 1n,
+            },
+          },
+          {
+            index: 4,
+            op: {
+              kind: "set_entry",
+              objectId: "o",
+              timestampMs: T,
+              key: "c",
+              value: val("3"),
+              expectedVersion: 1n,
+            },
+          },
+        ]);
+        expect(results[0]).toBeUndefined();
+        expect((results[1] as MutationResult).versionAfter).toBe(1n);
+        expect((results[2] as MutationResult).versionAfter).toBe(2n);
+        // The same refusal on every replica: a result, not an error of the batch.
+        expect(isStoreError(results[3], "version_mismatch")).toBe(true);
+        expect(store.appliedIndex()).toBe(4);
+        expect((await store.getMetadata("o"))?.version).toBe(2n);
+        // A restart delivers entries again from the snapshot: those ≤ 4 are skipped.
+        const again = await store.applyCommitted([
+          {
+            index: 3,
+            op: { kind: "set_entry", objectId: "o", timestampMs: T, key: "x", value: val("x") },
+          },
+          { index: 5, op: { kind: "delete_entry", objectId: "o", timestampMs: T, key: "a" } },
+        ]);
+        expect(again[0]).toBeUndefined();
+        expect((again[1] as MutationResult).versionAfter).toBe(3n);
+        expect((await store.getEntry("o", "x")).entry).toBeUndefined();
+        await expectCode(
+          store.applyCommitted([
+            { index: 7, op: undefined },
+            { index: 6, op: undefined },
+          ]),
+          "invalid_argument",
+        );
+        await store.close();
+        store = await open();
+        expect(store.appliedIndex()).toBe(5);
+      });
+
+      it("exports a shard's state and installs it elsewhere in one write; malformed state changes nothing", async () => {
+        await store.setObject("o", {
+          entries: [
+            ["a", val("1")],
+            ["7", val("2")],
+          ],
+          event: create(ObjectEventSchema, {}),
+        });
+        await store.setEntry("p", "k", val("v"));
+        await store.deleteObject("p");
+        await store.applyCommitted([{ index: 9, op: undefined }]);
+        const state = await store.exportState();
+        const other = await createEntryStore({ engine, shard: "cls/1" });
+        try {
+          await other.setEntry("stale", "k", val("old"));
+          await expectCode(
+            other.importState(state.subarray(0, state.length - 3)),
+            "invalid_argument",
+          );
+          expect((await other.getMetadata("stale"))?.version).toBe(1n);
+          await other.importState(state);
+          expect(await other.getMetadata("stale")).toBeUndefined();
+          expect(await other.getObject("o")).toEqual(await store.getObject("o"));
+          expect(await other.getMetadata("p")).toEqual(await store.getMetadata("p"));
+          expect(other.stats().liveObjects).toBe(1n);
+          expect(other.appliedIndex()).toBe(9);
+          // The write path continues from the installed state.
+          expect((await other.setEntry("o", "b", val("3"))).versionAfter).toBe(2n);
+        } finally {
+          await other.close();
+        }
       });
     });
 

@@ -1,0 +1,118 @@
+// A whole shard as bytes: every record of its three keyspaces (objects, blobs, system —
+// counters and the applied log index included). A Raft shard's snapshot is this; a replica
+// that fell behind a compacted log installs it in one atomic write.
+import type { Keyspace, KvShard, KvWriteOp } from "./kv.js";
+import { StoreError } from "./store-error.js";
+
+const MAGIC = new TextEncoder().encode("ODGMSHARD");
+const FORMAT_VERSION = 1;
+const KEYSPACES: readonly Keyspace[] = ["objects", "blobs", "system"];
+const PAGE = 1024;
+
+/** One record of a shard. */
+export interface ShardRecord {
+  readonly keyspace: Keyspace;
+  readonly key: Uint8Array;
+  readonly value: Uint8Array;
+}
+
+/**
+ * Reads every record of `kv`. The three keyspaces are read through iterators opened
+ * together; call it while no write of the shard is in flight for a consistent picture.
+ * Layout: `ODGMSHARD` version(u8), then per record keyspace(u8) keyLen(u32 LE) key
+ * valueLen(u32 LE) value, then the record count (u32 LE).
+ */
+export async function exportShardState(kv: KvShard): Promise<Uint8Array> {
+  const iterators = KEYSPACES.map((ks) => kv.iterator(ks));
+  const chunks: Uint8Array[] = [MAGIC, Uint8Array.of(FORMAT_VERSION)];
+  let count = 0;
+  try {
+    for (const [i, it] of iterators.entries()) {
+      for (;;) {
+        const rows = await it.next(PAGE);
+        if (rows.length === 0) break;
+        for (const [key, value] of rows) {
+          const head = new Uint8Array(5);
+          head[0] = i;
+          new DataView(head.buffer).setUint32(1, key.length, true);
+          const len = new Uint8Array(4);
+          new DataView(len.buffer).setUint32(0, value.length, true);
+          chunks.push(head, key, len, value);
+          count++;
+        }
+      }
+    }
+  } finally {
+    for (const it of iterators) await it.close();
+  }
+  const tail = new Uint8Array(4);
+  new DataView(tail.buffer).setUint32(0, count, true);
+  chunks.push(tail);
+  let size = 0;
+  for (const c of chunks) size += c.length;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** Parses {@link exportShardState}'s bytes, or throws `invalid_argument` naming the problem. */
+export function parseShardState(bytes: Uint8Array): ShardRecord[] {
+  const bad = (what: string): StoreError =>
+    new StoreError("invalid_argument", `shard state is malformed: ${what}`);
+  if (!(bytes instanceof Uint8Array)) throw bad("not bytes");
+  // Plain Uint8Arrays out, whatever view (a Buffer, say) came in.
+  if (Buffer.isBuffer(bytes))
+    bytes = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.length < MAGIC.length + 5 || !MAGIC.every((b, i) => bytes[i] === b))
+    throw bad("no header");
+  if (bytes[MAGIC.length] !== FORMAT_VERSION) throw bad(`unknown format ${bytes[MAGIC.length]}`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const end = bytes.length - 4;
+  const out: ShardRecord[] = [];
+  let at = MAGIC.length + 1;
+  while (at < end) {
+    if (at + 5 > end) throw bad(`truncated record at byte ${at}`);
+    const keyspace = KEYSPACES[bytes[at] as number];
+    if (keyspace === undefined) throw bad(`unknown keyspace ${bytes[at]} at byte ${at}`);
+    const keyLen = view.getUint32(at + 1, true);
+    at += 5;
+    if (at + keyLen + 4 > end) throw bad(`truncated key at byte ${at}`);
+    const key = bytes.slice(at, at + keyLen);
+    at += keyLen;
+    const valueLen = view.getUint32(at, true);
+    at += 4;
+    if (at + valueLen > end) throw bad(`truncated value at byte ${at}`);
+    out.push({ keyspace, key, value: bytes.slice(at, at + valueLen) });
+    at += valueLen;
+  }
+  if (at !== end) throw bad("trailing bytes");
+  if (view.getUint32(end, true) !== out.length) throw bad("record count does not match");
+  return out;
+}
+
+/** The writes that replace every record of `kv` by `records` (one atomic write). */
+export async function replaceShardWrites(
+  kv: KvShard,
+  records: readonly ShardRecord[],
+): Promise<KvWriteOp[]> {
+  const writes: KvWriteOp[] = [];
+  for (const keyspace of KEYSPACES) {
+    const it = kv.iterator(keyspace, { keysOnly: true });
+    try {
+      for (;;) {
+        const rows = await it.next(PAGE);
+        if (rows.length === 0) break;
+        for (const [key] of rows) writes.push({ type: "del", keyspace, key });
+      }
+    } finally {
+      await it.close();
+    }
+  }
+  for (const r of records)
+    writes.push({ type: "put", keyspace: r.keyspace, key: r.key, value: r.value });
+  return writes;
+}
