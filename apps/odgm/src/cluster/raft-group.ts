@@ -1,0 +1,423 @@
+// One Raft group on this node: drives the pure core of `@oprc/raft-log` — persists each
+// Ready through the group's log store, sends its messages, applies committed entries to
+// the group's state machine, answers proposals and linearizable reads — and compacts the
+// log behind a snapshot of the state machine.
+
+import { DataPlaneError } from "@oprc/grpc-api";
+import {
+  type ConfChange,
+  type ConfState,
+  createPrng,
+  createRaft,
+  type Entry,
+  type LogStore,
+  type Message,
+  type Raft,
+  type RaftStatus,
+  type ReadOnlyOption,
+  type Ready,
+  type Snapshot,
+} from "@oprc/raft-log";
+
+/** What a group replicates. Entries are applied in log order, exactly once per index. */
+export interface StateMachine<R> {
+  /** Index of the last entry whose effects are stored (0: none). Entries ≤ it are skipped. */
+  appliedIndex(): number;
+  /** Applies committed entries (in order); one result per entry, in order. */
+  apply(entries: readonly Entry[]): Promise<readonly R[]>;
+  /** The state as bytes, exactly as of {@link appliedIndex} (called between applies). */
+  snapshot(): Promise<Uint8Array>;
+  /** Replaces the state with a snapshot's bytes. */
+  restore(data: Uint8Array, index: number): Promise<void>;
+}
+
+/** Options of {@link openRaftGroup}. */
+export interface RaftGroupOptions<R> {
+  /** Group id, unique in the cluster (`"meta"`, `"<collection>/<partition>"`). */
+  readonly id: string;
+  /** This node's id (positive integer). */
+  readonly nodeId: number;
+  /** The group's durable log. */
+  readonly storage: LogStore;
+  readonly stateMachine: StateMachine<R>;
+  /** Hands messages to the transport (fire and forget). */
+  readonly send: (group: string, messages: readonly Message[]) => void;
+  /**
+   * Initial members of a group created from nothing (every member gets the same list).
+   * Absent: the node waits to be added by the group's leader (it starts with an empty log).
+   */
+  readonly bootstrapVoters?: readonly number[];
+  /** Ticks without a leader before an election. Default 10. */
+  readonly electionTick?: number;
+  /** Ticks between heartbeats. Default 1. */
+  readonly heartbeatTick?: number;
+  /** Compact the log once this many applied entries follow the last snapshot. Default 10000. */
+  readonly compactAfter?: number;
+  /** Default 64 KiB. */
+  readonly snapshotChunkSize?: number;
+  readonly readOnlyOption?: ReadOnlyOption;
+  /** Told when this node's role or the group's known leader changes. */
+  readonly onSoftState?: (role: RaftStatus["role"], leader: number) => void;
+  /** Told of failures that leave the node serving (bad peer messages, apply errors). */
+  readonly onError?: (err: unknown, what: string) => void;
+  /** Told of every committed conf change's resulting membership. */
+  readonly onConfState?: (conf: ConfState) => void;
+}
+
+/** The outcome of a proposal once its entry is applied. */
+export type ProposalResult<R> = { readonly index: number; readonly result: R };
+
+interface PendingProposal<R> {
+  readonly term: number;
+  resolve(r: ProposalResult<R>): void;
+  reject(err: unknown): void;
+}
+
+/** A group's progress, for `/api/cluster` and metrics. */
+export interface RaftGroupStatus extends RaftStatus {
+  readonly group: string;
+  readonly lastSnapshotIndex: number;
+  readonly snapshotsInstalled: number;
+  readonly snapshotsSent: number;
+}
+
+let readSeq = 0;
+
+/**
+ * A Raft group driven on this node. All work is serialized: one Ready at a time is
+ * persisted, sent and applied before the next is taken.
+ */
+export class RaftGroup<R> {
+  readonly id: string;
+  private readonly raft: Raft;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+  private readonly proposals = new Map<number, PendingProposal<R>>();
+  private readonly reads = new Map<string, { resolve(): void; reject(e: unknown): void }>();
+  private snapshotsInstalled = 0;
+  private snapshotsSent = 0;
+
+  private constructor(
+    private readonly o: RaftGroupOptions<R>,
+    raft: Raft,
+  ) {
+    this.id = o.id;
+    this.raft = raft;
+  }
+
+  /** Opens (bootstrapping when new and `bootstrapVoters` is given) a group. */
+  static async open<R>(o: RaftGroupOptions<R>): Promise<RaftGroup<R>> {
+    const storage = o.storage;
+    if (
+      storage.lastIndex() === 0 &&
+      storage.snapshot().metadata.index === 0 &&
+      o.bootstrapVoters !== undefined
+    ) {
+      // Every bootstrap member starts from the same snapshot at index 1: same membership,
+      // empty state. The first leader's no-op then sits at index 2 on every replica.
+      const voters = [...o.bootstrapVoters].sort((a, b) => a - b);
+      const boot: Snapshot = {
+        metadata: {
+          index: 1,
+          term: 1,
+          confState: {
+            voters,
+            learners: [],
+            votersOutgoing: [],
+            learnersNext: [],
+            autoLeave: false,
+          },
+        },
+        data: new Uint8Array(0),
+      };
+      await storage.save({ snapshot: boot, hardState: { term: 1, vote: 0, commit: 1 } });
+    }
+    // A state machine behind the stored snapshot (a crash during install) restores it.
+    const snap = storage.snapshot();
+    if (snap.metadata.index > o.stateMachine.appliedIndex() && snap.data.byteLength > 0) {
+      await o.stateMachine.restore(snap.data, snap.metadata.index);
+    }
+    const raft = createRaft({
+      id: o.nodeId,
+      storage,
+      // Deterministic per node and group, different across them.
+      random: createPrng(hashString(`${o.id}#${o.nodeId}#${Date.now()}`)),
+      electionTick: o.electionTick ?? 10,
+      heartbeatTick: o.heartbeatTick ?? 1,
+      snapshotChunkSize: o.snapshotChunkSize ?? 64 * 1024,
+      ...(o.readOnlyOption === undefined ? {} : { readOnlyOption: o.readOnlyOption }),
+    });
+    const group = new RaftGroup(o, raft);
+    group.kick();
+    return group;
+  }
+
+  /** Advances the group's logical clock by one tick. */
+  tick(): void {
+    if (this.closed) return;
+    this.raft.tick();
+    this.kick();
+  }
+
+  /** Delivers a message from a peer; a message the core refuses is reported and dropped. */
+  step(m: Message): void {
+    if (this.closed) return;
+    try {
+      this.raft.step(m);
+    } catch (err) {
+      this.o.onError?.(err, `message ${m.type} from node ${m.from}`);
+      return;
+    }
+    this.kick();
+  }
+
+  /** Tells the core a peer could not be reached (speeds up retries). */
+  reportUnreachable(nodeId: number): void {
+    if (!this.closed) this.raft.reportUnreachable(nodeId);
+  }
+
+  /** The node this group currently follows (0: unknown). */
+  get leader(): number {
+    return this.raft.status().lead;
+  }
+
+  get isLeader(): boolean {
+    return this.raft.role === "leader";
+  }
+
+  status(): RaftGroupStatus {
+    return {
+      ...this.raft.status(),
+      group: this.id,
+      lastSnapshotIndex: this.o.storage.snapshot().metadata.index,
+      snapshotsInstalled: this.snapshotsInstalled,
+      snapshotsSent: this.snapshotsSent,
+    };
+  }
+
+  /**
+   * Proposes `data` on the leader and resolves with the state machine's result once the
+   * entry is applied here. Throws `not_leader` (with the leader's id) on a follower. An
+   * entry overwritten by a later leader rejects with `unavailable` (it was not applied).
+   */
+  propose(data: Uint8Array): Promise<ProposalResult<R>> {
+    if (this.closed) return Promise.reject(groupClosed(this.id));
+    if (this.raft.role !== "leader") return Promise.reject(notLeader(this.id, this.leader));
+    try {
+      this.raft.propose(data);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const st = this.raft.status();
+    return new Promise((resolve, reject) => {
+      this.proposals.set(st.lastIndex, { term: st.term, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** Proposes a membership change (leader only); resolves once applied here. */
+  proposeConfChange(cc: ConfChange): Promise<ProposalResult<R>> {
+    if (this.closed) return Promise.reject(groupClosed(this.id));
+    if (this.raft.role !== "leader") return Promise.reject(notLeader(this.id, this.leader));
+    try {
+      this.raft.proposeConfChange(cc);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const st = this.raft.status();
+    return new Promise((resolve, reject) => {
+      this.proposals.set(st.lastIndex, { term: st.term, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** Asks the leader to hand over leadership to `nodeId`. */
+  transferLeader(nodeId: number): void {
+    if (this.raft.role !== "leader") throw notLeader(this.id, this.leader);
+    this.raft.transferLeader(nodeId);
+    this.kick();
+  }
+
+  /**
+   * Resolves once this node has applied everything committed when the read was asked
+   * (ReadIndex, confirmed by a quorum heartbeat round): a read after it is linearizable.
+   */
+  readIndex(): Promise<void> {
+    if (this.closed) return Promise.reject(groupClosed(this.id));
+    const ctx = `${this.o.nodeId}:${++readSeq}`;
+    try {
+      this.raft.readIndex(new TextEncoder().encode(ctx));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise((resolve, reject) => {
+      this.reads.set(ctx, { resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** True while this node leads with a valid lease (lease-based reads may be served). */
+  leaseValid(): boolean {
+    return this.raft.role === "leader" && this.raft.leaseValid();
+  }
+
+  /** Stops driving the group; pending proposals and reads fail with `unavailable`. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.running;
+    const err = groupClosed(this.id);
+    for (const p of this.proposals.values()) p.reject(err);
+    this.proposals.clear();
+    for (const r of this.reads.values()) r.reject(err);
+    this.reads.clear();
+    await this.o.storage.close();
+  }
+
+  /** Fails pending reads (e.g. a client deadline): the caller's promise is rejected. */
+  abandonReads(err: unknown): void {
+    for (const r of this.reads.values()) r.reject(err);
+    this.reads.clear();
+  }
+
+  private kick(): void {
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain().finally(() => {
+      this.running = undefined;
+      if (this.again && !this.closed) {
+        this.again = false;
+        this.kick();
+      }
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (!this.closed && this.raft.hasReady()) {
+      const rd = this.raft.ready();
+      try {
+        await this.handle(rd);
+      } catch (err) {
+        // A failed disk write or apply cannot be skipped: stop driving this group.
+        this.o.onError?.(err, "ready");
+        this.closed = true;
+        for (const p of this.proposals.values()) p.reject(err);
+        this.proposals.clear();
+        for (const r of this.reads.values()) r.reject(err);
+        this.reads.clear();
+        return;
+      }
+      this.raft.advance();
+    }
+  }
+
+  private async handle(rd: Ready): Promise<void> {
+    if (rd.softState !== undefined) this.o.onSoftState?.(rd.softState.role, rd.softState.lead);
+    if (rd.snapshot !== undefined || rd.entries.length > 0 || rd.hardState !== undefined) {
+      await this.o.storage.save({
+        entries: rd.entries,
+        ...(rd.hardState !== undefined ? { hardState: rd.hardState } : {}),
+        ...(rd.snapshot !== undefined ? { snapshot: rd.snapshot } : {}),
+      });
+    }
+    if (rd.snapshot !== undefined) {
+      await this.o.stateMachine.restore(rd.snapshot.data, rd.snapshot.metadata.index);
+      this.snapshotsInstalled++;
+      // Proposals at or below the snapshot were decided elsewhere: their outcome is unknown here.
+      for (const [index, p] of this.proposals) {
+        if (index <= rd.snapshot.metadata.index) {
+          this.proposals.delete(index);
+          p.reject(outcomeUnknown(this.id));
+        }
+      }
+    }
+    if (rd.messages.length > 0) {
+      for (const m of rd.messages) if (m.type === "snap") this.snapshotsSent++;
+      this.o.send(this.id, rd.messages);
+    }
+    if (rd.committedEntries.length > 0) await this.apply(rd.committedEntries);
+    if (rd.confState !== undefined) this.o.onConfState?.(rd.confState);
+    for (const rs of rd.readStates) {
+      const ctx = new TextDecoder().decode(rs.context);
+      const r = this.reads.get(ctx);
+      if (r !== undefined) {
+        this.reads.delete(ctx);
+        r.resolve();
+      }
+    }
+  }
+
+  private async apply(entries: readonly Entry[]): Promise<void> {
+    const sm = this.o.stateMachine;
+    const fresh = entries.filter((e) => e.index > sm.appliedIndex());
+    const results = fresh.length === 0 ? [] : await sm.apply(fresh);
+    for (const [i, e] of fresh.entries()) {
+      const p = this.proposals.get(e.index);
+      if (p === undefined) continue;
+      this.proposals.delete(e.index);
+      if (p.term === e.term) p.resolve({ index: e.index, result: results[i] as R });
+      else p.reject(overwritten(this.id, e.index));
+    }
+    const last = entries[entries.length - 1] as Entry;
+    // Proposals below what was just applied that never showed up were cut off by a snapshot.
+    for (const [index, p] of this.proposals) {
+      if (index <= last.index) {
+        this.proposals.delete(index);
+        p.reject(overwritten(this.id, index));
+      }
+    }
+    await this.maybeCompact(last.index);
+  }
+
+  private async maybeCompact(applied: number): Promise<void> {
+    const storage = this.o.storage;
+    const first = storage.firstIndex();
+    if (applied - first + 1 < (this.o.compactAfter ?? 10_000) || applied > storage.lastIndex())
+      return;
+    const data = await this.o.stateMachine.snapshot();
+    await storage.compact(applied, {
+      metadata: {
+        index: applied,
+        term: storage.term(applied),
+        confState: this.raft.status().confState,
+      },
+      data,
+    });
+  }
+}
+
+function hashString(s: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+/** This node does not lead the group; `leader` is the node it follows (0: unknown). */
+export function notLeader(group: string, leader: number): DataPlaneError {
+  return new DataPlaneError(
+    "not_leader",
+    `this node is not the leader of group ${group}${leader === 0 ? " and no leader is known" : ""}`,
+    leader === 0 ? {} : { leaderHint: String(leader) },
+  );
+}
+
+function groupClosed(group: string): DataPlaneError {
+  return new DataPlaneError("unavailable", `raft group ${group} is closed on this node`);
+}
+
+function overwritten(group: string, index: number): DataPlaneError {
+  return new DataPlaneError(
+    "unavailable",
+    `the proposal at index ${index} of group ${group} was replaced by a new leader's log and not applied; retry`,
+  );
+}
+
+function outcomeUnknown(group: string): DataPlaneError {
+  return new DataPlaneError(
+    "unavailable",
+    `leadership of group ${group} changed before the proposal was seen applied here; its outcome is unknown`,
+  );
+}
