@@ -33,6 +33,7 @@ export * from "./gen/grpc/health/v1/health_pb.js";
 export * from "./gen/oprc-admin_pb.js";
 export * from "./gen/oprc-data_pb.js";
 export * from "./gen/oprc-invoke_pb.js";
+export * from "./gen/oprc-raft_pb.js";
 export * from "./gen/oprc-storage_pb.js";
 export type {
   GrpcApiOptions,
