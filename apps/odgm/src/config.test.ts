@@ -19,8 +19,14 @@ describe("loadConfig", () => {
     expect(c.dataDir).toBe("./data");
     expect(c.storage).toBe("rocksdb");
     expect(c.syncWrites).toBe(true);
-    expect(c.nodeId).toBe(1n);
-    expect(c.members).toEqual([1n]);
+    expect(c.cluster).toMatchObject({
+      nodeId: 1,
+      members: new Map([[1, "http://127.0.0.1:8080"]]),
+      state: "new",
+      readConsistency: "linearizable",
+      tickMs: 100,
+      electionTicks: 10,
+    });
     expect(c.collections).toEqual([]);
     expect(c.features).toEqual({
       stringIds: true,
@@ -40,14 +46,20 @@ describe("loadConfig", () => {
       ODGM_STRING_IDS_WRITE_ONLY: "TRUE",
       ODGM_MAX_STRING_ID_LEN: "64",
       ODGM_HTTP_PORT: "0",
-      ODGM_MEMBERS: "1, 2,3",
+      ODGM_MEMBERS: "1=http://127.0.0.1:7001, 2=http://127.0.0.1:7002,3=https://n3:443/",
     });
     expect(c.features.stringIds).toBe(false);
     expect(c.features.stringKeys).toBe(false);
     expect(c.features.stringIdsWriteOnly).toBe(true);
     expect(c.features.maxStringIdLen).toBe(64);
     expect(c.http.port).toBe(0);
-    expect(c.members).toEqual([1n, 2n, 3n]);
+    expect(c.cluster.members).toEqual(
+      new Map([
+        [1, "http://127.0.0.1:7001"],
+        [2, "http://127.0.0.1:7002"],
+        [3, "https://n3"],
+      ]),
+    );
   });
 
   it("the primary name wins over the alias", () => {
@@ -66,6 +78,13 @@ describe("loadConfig", () => {
     ["ODGM_MAX_STRING_ID_LEN", "0"],
     ["ODGM_NODE_ID", "-1"],
     ["ODGM_MEMBERS", "1,,2"],
+    ["ODGM_MEMBERS", "1,2,3"],
+    ["ODGM_MEMBERS", "2=http://a:1"],
+    ["ODGM_MEMBERS", "1=ftp://a:1"],
+    ["ODGM_MEMBERS", "1=http://a:1,1=http://b:1"],
+    ["ODGM_CLUSTER_STATE", "joining"],
+    ["ODGM_READ_CONSISTENCY", "eventual"],
+    ["ODGM_RAFT_TICK_MS", "0"],
     ["ODGM_STORAGE", "leveldb"],
     ["ODGM_LOG_LEVEL", "loud"],
     ["ODGM_COLLECTION", "{not json"],

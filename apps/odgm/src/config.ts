@@ -17,10 +17,8 @@ export interface OdgmConfig {
   readonly storage: "rocksdb" | "memory";
   /** `ODGM_SYNC_WRITES` (default true): sync the WAL before acknowledging a write. */
   readonly syncWrites: boolean;
-  /** `ODGM_NODE_ID` (default 1). */
-  readonly nodeId: bigint;
-  /** `ODGM_MEMBERS` (comma-separated node ids; default: this node alone). */
-  readonly members: readonly bigint[];
+  /** Membership and replication; see {@link ClusterConfig}. */
+  readonly cluster: ClusterConfig;
   /** `ODGM_COLLECTION`: JSON array of CreateCollectionRequest, created at start if missing. */
   readonly collections: readonly CreateCollectionRequest[];
   /** Feature flags (seed 000 §9 phases); all default on except the opt-ins. */
@@ -65,6 +63,41 @@ export interface OdgmConfig {
   readonly env: Env;
 }
 
+/** Where this node sits in its cluster and how its Raft groups run. */
+export interface ClusterConfig {
+  /** `ODGM_NODE_ID` (default 1): this node's id, 1 … 2^53-1. */
+  readonly nodeId: number;
+  /**
+   * `ODGM_MEMBERS` (default: this node alone at its own address): the bootstrap members
+   * as `id=url` pairs, e.g. `1=http://127.0.0.1:7001,2=http://127.0.0.1:7002`. It must
+   * name this node. The metadata group (collection registry) starts with these voters.
+   */
+  readonly members: ReadonlyMap<number, string>;
+  /**
+   * `ODGM_CLUSTER_STATE` (default `new`): `new` bootstraps the groups this node is placed
+   * on from `ODGM_MEMBERS`; `existing` bootstraps nothing and waits to be added to a
+   * running cluster (admin API), like etcd's `initial-cluster-state`.
+   */
+  readonly state: "new" | "existing";
+  /**
+   * `ODGM_READ_CONSISTENCY` (default `linearizable`): reads of raft shards confirm
+   * leadership with a quorum round (ReadIndex); `lease` serves the leader's reads under
+   * its lease (no round; relies on bounded clock drift); `follower` serves any replica's
+   * applied state (may be stale). A request may ask for its own with the
+   * `odgm-read-consistency` header.
+   */
+  readonly readConsistency: ReadConsistency;
+  /** `ODGM_RAFT_TICK_MS` (default 100): one Raft tick. */
+  readonly tickMs: number;
+  /** `ODGM_RAFT_ELECTION_TICKS` (default 10): ticks without a leader before an election. */
+  readonly electionTicks: number;
+  /** `ODGM_RAFT_COMPACT_ENTRIES` (default 10000): applied entries kept before a snapshot compacts the log. */
+  readonly compactEntries: number;
+}
+
+/** How reads of a raft shard are confirmed. */
+export type ReadConsistency = "linearizable" | "lease" | "follower";
+
 /** A configuration problem naming `variable`: an {@link OdgmError} with code `invalid_config`. */
 function configError(variable: string, message: string): OdgmError {
   return new OdgmError("invalid_config", message, { variable });
@@ -100,11 +133,68 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   return parsed.data;
 }
 
-function nodeIdOf(name: string, raw: string): bigint {
-  if (!/^\d{1,20}$/.test(raw) || BigInt(raw) === 0n || BigInt(raw) > 0xffff_ffff_ffff_ffffn) {
-    throw configError(name, `expected a node id from 1 to 2^64-1, got ${JSON.stringify(raw)}`);
+function nodeIdOf(name: string, raw: string): number {
+  if (!/^\d{1,16}$/.test(raw) || Number(raw) === 0 || !Number.isSafeInteger(Number(raw))) {
+    throw configError(name, `expected a node id from 1 to 2^53-1, got ${JSON.stringify(raw)}`);
   }
-  return BigInt(raw);
+  return Number(raw);
+}
+
+function parseCluster(env: Env, port: number): ClusterConfig {
+  const nodeId = env.ODGM_NODE_ID?.trim() ? nodeIdOf("ODGM_NODE_ID", env.ODGM_NODE_ID.trim()) : 1;
+  const members = new Map<number, string>();
+  const raw = env.ODGM_MEMBERS?.trim();
+  if (raw) {
+    for (const item of raw.split(",")) {
+      const m = /^\s*([^=\s]+)\s*=\s*(\S+)\s*$/.exec(item);
+      if (m === null) {
+        throw configError(
+          "ODGM_MEMBERS",
+          `expected id=url pairs (1=http://10.0.0.1:8080,…), got ${JSON.stringify(item.trim())}`,
+        );
+      }
+      const id = nodeIdOf("ODGM_MEMBERS", m[1] as string);
+      let url: URL;
+      try {
+        url = new URL(m[2] as string);
+      } catch {
+        throw configError("ODGM_MEMBERS", `member ${id}: ${JSON.stringify(m[2])} is not a URL`);
+      }
+      if (url.protocol !== "http:" && url.protocol !== "https:") {
+        throw configError("ODGM_MEMBERS", `member ${id}: expected an http:// or https:// URL`);
+      }
+      if (members.has(id)) throw configError("ODGM_MEMBERS", `member ${id} is listed twice`);
+      members.set(id, url.origin);
+    }
+    if (!members.has(nodeId)) {
+      throw configError("ODGM_MEMBERS", `does not list this node (ODGM_NODE_ID=${nodeId})`);
+    }
+  } else {
+    members.set(nodeId, `http://127.0.0.1:${port}`);
+  }
+  const state = (env.ODGM_CLUSTER_STATE?.trim() || "new").toLowerCase();
+  if (state !== "new" && state !== "existing") {
+    throw configError(
+      "ODGM_CLUSTER_STATE",
+      `expected new or existing, got ${JSON.stringify(state)}`,
+    );
+  }
+  const rc = (env.ODGM_READ_CONSISTENCY?.trim() || "linearizable").toLowerCase();
+  if (rc !== "linearizable" && rc !== "lease" && rc !== "follower") {
+    throw configError(
+      "ODGM_READ_CONSISTENCY",
+      `expected linearizable, lease or follower, got ${JSON.stringify(rc)}`,
+    );
+  }
+  return {
+    nodeId,
+    members,
+    state,
+    readConsistency: rc,
+    tickMs: int(env, "ODGM_RAFT_TICK_MS", 100, 1, 60_000),
+    electionTicks: int(env, "ODGM_RAFT_ELECTION_TICKS", 10, 3, 1000),
+    compactEntries: int(env, "ODGM_RAFT_COMPACT_ENTRIES", 10_000, 10, 100_000_000),
+  };
 }
 
 function parseEvents(env: Env): EventV2Config {
@@ -160,11 +250,6 @@ function parseCollections(raw: string | undefined): CreateCollectionRequest[] {
  * const config = loadConfig(process.env);
  */
 export function loadConfig(env: Env): OdgmConfig {
-  const nodeId = env.ODGM_NODE_ID?.trim() ? nodeIdOf("ODGM_NODE_ID", env.ODGM_NODE_ID.trim()) : 1n;
-  const membersRaw = env.ODGM_MEMBERS?.trim();
-  const members = membersRaw
-    ? membersRaw.split(",").map((m) => nodeIdOf("ODGM_MEMBERS", m.trim()))
-    : [nodeId];
   const storage = (env.ODGM_STORAGE?.trim() || "rocksdb").toLowerCase();
   if (storage !== "rocksdb" && storage !== "memory") {
     throw configError("ODGM_STORAGE", `expected rocksdb or memory, got ${JSON.stringify(storage)}`);
@@ -175,13 +260,13 @@ export function loadConfig(env: Env): OdgmConfig {
   }
   const host = env.ODGM_HTTP_HOST?.trim() || "0.0.0.0";
   const dataDir = env.ODGM_DATA_DIR?.trim() || "./data";
+  const port = int(env, "ODGM_HTTP_PORT", 8080, 0, 65_535);
   return {
-    http: { host, port: int(env, "ODGM_HTTP_PORT", 8080, 0, 65_535) },
+    http: { host, port },
     dataDir,
     storage,
     syncWrites: bool(env, "ODGM_SYNC_WRITES", true),
-    nodeId,
-    members,
+    cluster: parseCluster(env, port),
     collections: parseCollections(env.ODGM_COLLECTION),
     features: {
       stringIds: bool(env, "ODGM_ENABLE_STRING_IDS", true),

@@ -172,6 +172,13 @@ export class RaftGroup<R> {
     this.kick();
   }
 
+  /** Starts an election now (a single-voter group elects itself at once). */
+  campaign(): void {
+    if (this.closed) return;
+    this.raft.campaign();
+    this.kick();
+  }
+
   /** Tells the core a peer could not be reached (speeds up retries). */
   reportUnreachable(nodeId: number): void {
     if (!this.closed) this.raft.reportUnreachable(nodeId);
@@ -243,7 +250,7 @@ export class RaftGroup<R> {
    * Resolves once this node has applied everything committed when the read was asked
    * (ReadIndex, confirmed by a quorum heartbeat round): a read after it is linearizable.
    */
-  readIndex(): Promise<void> {
+  readIndex(timeoutMs = 10_000): Promise<void> {
     if (this.closed) return Promise.reject(groupClosed(this.id));
     const ctx = `${this.o.nodeId}:${++readSeq}`;
     try {
@@ -252,7 +259,25 @@ export class RaftGroup<R> {
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) => {
-      this.reads.set(ctx, { resolve, reject });
+      const timer = setTimeout(() => {
+        this.reads.delete(ctx);
+        reject(
+          new DataPlaneError(
+            "unavailable",
+            `group ${this.id} could not confirm a read within ${timeoutMs} ms (no quorum reachable); retry`,
+          ),
+        );
+      }, timeoutMs);
+      this.reads.set(ctx, {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
       this.kick();
     });
   }

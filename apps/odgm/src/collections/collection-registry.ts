@@ -7,7 +7,7 @@ import {
 } from "@oprc/grpc-api";
 import { OdgmError } from "../odgm-error.js";
 
-/** Shard types a collection may ask for; `none` and `single` are aliases of `basic`. */
+/** Basic shard types; `none` and `single` are aliases of `basic`. The other type is `raft`. */
 const BASIC_SHARD_TYPES = new Set(["", "basic", "none", "single"]);
 /** Collection names: what REST paths and Zenoh key expressions carry without escaping. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -45,13 +45,8 @@ export function normalizeCollectionSpec(spec: CreateCollectionRequest): CreateCo
     );
   }
   const shardType = spec.shardType.toLowerCase();
-  if (shardType === "raft") {
-    throw new OdgmError(
-      "unsupported",
-      `collection ${spec.name}: raft shards are not served by this build yet; use shard_type "basic"`,
-    );
-  }
-  if (!BASIC_SHARD_TYPES.has(shardType)) {
+  const raft = shardType === "raft";
+  if (!raft && !BASIC_SHARD_TYPES.has(shardType)) {
     throw new OdgmError(
       "invalid_collection",
       `collection ${spec.name}: unknown shard_type ${JSON.stringify(spec.shardType)} (basic, none, single or raft)`,
@@ -71,10 +66,23 @@ export function normalizeCollectionSpec(spec: CreateCollectionRequest): CreateCo
       );
     }
   }
+  const replicas = spec.replicaCount === 0 ? 1 : spec.replicaCount;
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 15) {
+    throw new OdgmError(
+      "invalid_collection",
+      `collection ${spec.name}: replica_count must be 1..15, got ${spec.replicaCount}`,
+    );
+  }
+  if (!raft && replicas > 1) {
+    throw new OdgmError(
+      "invalid_collection",
+      `collection ${spec.name}: replica_count ${replicas} needs shard_type "raft" (a basic shard has one replica)`,
+    );
+  }
   const normalized = create(CreateCollectionRequestSchema, spec);
   normalized.partitionCount = partitions;
-  normalized.replicaCount = spec.replicaCount === 0 ? 1 : spec.replicaCount;
-  normalized.shardType = "basic";
+  normalized.replicaCount = replicas;
+  normalized.shardType = raft ? "raft" : "basic";
   return normalized;
 }
 

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oprc-raft.proto.
  */
 export const file_oprc_raft: GenFile = /*@__PURE__*/
-  fileDesc("Cg9vcHJjLXJhZnQucHJvdG8SBG9wcmMiVQoJUmFmdEJhdGNoEhEKCWZyb21fbm9kZRgBIAEoBBIPCgd0b19ub2RlGAIgASgEEiQKCG1lc3NhZ2VzGAMgAygLMhIub3ByYy5SYWZ0RW52ZWxvcGUiQQoMUmFmdEVudmVsb3BlEg0KBWdyb3VwGAEgASgJEiIKB21lc3NhZ2UYAiABKAsyES5vcHJjLlJhZnRNZXNzYWdlIsYCCgtSYWZ0TWVzc2FnZRIjCgR0eXBlGAEgASgOMhUub3ByYy5SYWZ0TWVzc2FnZVR5cGUSDAoEZnJvbRgCIAEoBBIKCgJ0bxgDIAEoBBIMCgR0ZXJtGAQgASgEEhAKCGxvZ190ZXJtGAUgASgEEg0KBWluZGV4GAYgASgEEiAKB2VudHJpZXMYByADKAsyDy5vcHJjLlJhZnRFbnRyeRIOCgZjb21taXQYCCABKAQSDgoGcmVqZWN0GAkgASgIEhMKC3JlamVjdF9oaW50GAogASgEEg8KB2NvbnRleHQYCyABKAwSKQoIc25hcHNob3QYDCABKAsyEi5vcHJjLlJhZnRTbmFwc2hvdEgAiAEBEhQKDGNodW5rX29mZnNldBgNIAEoBBITCgtjaHVua190b3RhbBgOIAEoBEILCglfc25hcHNob3QiWQoJUmFmdEVudHJ5Eg0KBWluZGV4GAEgASgEEgwKBHRlcm0YAiABKAQSIQoEdHlwZRgDIAEoDjITLm9wcmMuUmFmdEVudHJ5VHlwZRIMCgRkYXRhGAQgASgMInUKDVJhZnRDb25mU3RhdGUSDgoGdm90ZXJzGAEgAygEEhAKCGxlYXJuZXJzGAIgAygEEhcKD3ZvdGVyc19vdXRnb2luZxgDIAMoBBIVCg1sZWFybmVyc19uZXh0GAQgAygEEhIKCmF1dG9fbGVhdmUYBSABKAgiYgoMUmFmdFNuYXBzaG90Eg0KBWluZGV4GAEgASgEEgwKBHRlcm0YAiABKAQSJwoKY29uZl9zdGF0ZRgDIAEoCzITLm9wcmMuUmFmdENvbmZTdGF0ZRIMCgRkYXRhGAQgASgMIiYKDFJhZnRCYXRjaEFjaxIWCg51bmtub3duX2dyb3VwcxgBIAMoCSqkBAoPUmFmdE1lc3NhZ2VUeXBlEiEKHVJBRlRfTUVTU0FHRV9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWUkFGVF9NRVNTQUdFX1RZUEVfUFJPUBABEhkKFVJBRlRfTUVTU0FHRV9UWVBFX0FQUBACEh4KGlJBRlRfTUVTU0FHRV9UWVBFX0FQUF9SRVNQEAMSGgoWUkFGVF9NRVNTQUdFX1RZUEVfVk9URRAEEh8KG1JBRlRfTUVTU0FHRV9UWVBFX1ZPVEVfUkVTUBAFEh4KGlJBRlRfTUVTU0FHRV9UWVBFX1BSRV9WT1RFEAYSIwofUkFGVF9NRVNTQUdFX1RZUEVfUFJFX1ZPVEVfUkVTUBAHEhoKFlJBRlRfTUVTU0FHRV9UWVBFX1NOQVAQCBIfChtSQUZUX01FU1NBR0VfVFlQRV9TTkFQX1JFU1AQCRIfChtSQUZUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVQQChIkCiBSQUZUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVRfUkVTUBALEiUKIVJBRlRfTUVTU0FHRV9UWVBFX1RSQU5TRkVSX0xFQURFUhAMEiEKHVJBRlRfTUVTU0FHRV9UWVBFX1RJTUVPVVRfTk9XEA0SIAocUkFGVF9NRVNTQUdFX1RZUEVfUkVBRF9JTkRFWBAOEiUKIVJBRlRfTUVTU0FHRV9UWVBFX1JFQURfSU5ERVhfUkVTUBAPKkwKDVJhZnRFbnRyeVR5cGUSGgoWUkFGVF9FTlRSWV9UWVBFX05PUk1BTBAAEh8KG1JBRlRfRU5UUllfVFlQRV9DT05GX0NIQU5HRRABMjoKC1JhZnRTZXJ2aWNlEisKBFNlbmQSDy5vcHJjLlJhZnRCYXRjaBoSLm9wcmMuUmFmdEJhdGNoQWNrYgZwcm90bzM");
+  fileDesc("Cg9vcHJjLXJhZnQucHJvdG8SBG9wcmMiVQoJUmFmdEJhdGNoEhEKCWZyb21fbm9kZRgBIAEoBBIPCgd0b19ub2RlGAIgASgEEiQKCG1lc3NhZ2VzGAMgAygLMhIub3ByYy5SYWZ0RW52ZWxvcGUiQQoMUmFmdEVudmVsb3BlEg0KBWdyb3VwGAEgASgJEiIKB21lc3NhZ2UYAiABKAsyES5vcHJjLlJhZnRNZXNzYWdlIsYCCgtSYWZ0TWVzc2FnZRIjCgR0eXBlGAEgASgOMhUub3ByYy5SYWZ0TWVzc2FnZVR5cGUSDAoEZnJvbRgCIAEoBBIKCgJ0bxgDIAEoBBIMCgR0ZXJtGAQgASgEEhAKCGxvZ190ZXJtGAUgASgEEg0KBWluZGV4GAYgASgEEiAKB2VudHJpZXMYByADKAsyDy5vcHJjLlJhZnRFbnRyeRIOCgZjb21taXQYCCABKAQSDgoGcmVqZWN0GAkgASgIEhMKC3JlamVjdF9oaW50GAogASgEEg8KB2NvbnRleHQYCyABKAwSKQoIc25hcHNob3QYDCABKAsyEi5vcHJjLlJhZnRTbmFwc2hvdEgAiAEBEhQKDGNodW5rX29mZnNldBgNIAEoBBITCgtjaHVua190b3RhbBgOIAEoBEILCglfc25hcHNob3QiWQoJUmFmdEVudHJ5Eg0KBWluZGV4GAEgASgEEgwKBHRlcm0YAiABKAQSIQoEdHlwZRgDIAEoDjITLm9wcmMuUmFmdEVudHJ5VHlwZRIMCgRkYXRhGAQgASgMInUKDVJhZnRDb25mU3RhdGUSDgoGdm90ZXJzGAEgAygEEhAKCGxlYXJuZXJzGAIgAygEEhcKD3ZvdGVyc19vdXRnb2luZxgDIAMoBBIVCg1sZWFybmVyc19uZXh0GAQgAygEEhIKCmF1dG9fbGVhdmUYBSABKAgiYgoMUmFmdFNuYXBzaG90Eg0KBWluZGV4GAEgASgEEgwKBHRlcm0YAiABKAQSJwoKY29uZl9zdGF0ZRgDIAEoCzITLm9wcmMuUmFmdENvbmZTdGF0ZRIMCgRkYXRhGAQgASgMIiYKDFJhZnRCYXRjaEFjaxIWCg51bmtub3duX2dyb3VwcxgBIAMoCSIwCg5Qcm9wb3NlUmVxdWVzdBINCgVncm91cBgBIAEoCRIPCgdjb21tYW5kGAIgASgMIjAKD1Byb3Bvc2VSZXNwb25zZRINCgVpbmRleBgBIAEoBBIOCgZyZXN1bHQYAiABKAwi7AEKF0NoYW5nZU1lbWJlcnNoaXBSZXF1ZXN0Eg0KBWdyb3VwGAEgASgJEjQKBmNoYW5nZRgCIAEoDjIkLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcFJlcXVlc3QuQ2hhbmdlEg8KB25vZGVfaWQYAyABKAQiewoGQ2hhbmdlEhYKEkNIQU5HRV9VTlNQRUNJRklFRBAAEhYKEkNIQU5HRV9BRERfTEVBUk5FUhABEhIKDkNIQU5HRV9QUk9NT1RFEAISEQoNQ0hBTkdFX1JFTU9WRRADEhoKFkNIQU5HRV9UUkFOU0ZFUl9MRUFERVIQBCJDChhDaGFuZ2VNZW1iZXJzaGlwUmVzcG9uc2USJwoKY29uZl9zdGF0ZRgBIAEoCzITLm9wcmMuUmFmdENvbmZTdGF0ZSqkBAoPUmFmdE1lc3NhZ2VUeXBlEiEKHVJBRlRfTUVTU0FHRV9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWUkFGVF9NRVNTQUdFX1RZUEVfUFJPUBABEhkKFVJBRlRfTUVTU0FHRV9UWVBFX0FQUBACEh4KGlJBRlRfTUVTU0FHRV9UWVBFX0FQUF9SRVNQEAMSGgoWUkFGVF9NRVNTQUdFX1RZUEVfVk9URRAEEh8KG1JBRlRfTUVTU0FHRV9UWVBFX1ZPVEVfUkVTUBAFEh4KGlJBRlRfTUVTU0FHRV9UWVBFX1BSRV9WT1RFEAYSIwofUkFGVF9NRVNTQUdFX1RZUEVfUFJFX1ZPVEVfUkVTUBAHEhoKFlJBRlRfTUVTU0FHRV9UWVBFX1NOQVAQCBIfChtSQUZUX01FU1NBR0VfVFlQRV9TTkFQX1JFU1AQCRIfChtSQUZUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVQQChIkCiBSQUZUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVRfUkVTUBALEiUKIVJBRlRfTUVTU0FHRV9UWVBFX1RSQU5TRkVSX0xFQURFUhAMEiEKHVJBRlRfTUVTU0FHRV9UWVBFX1RJTUVPVVRfTk9XEA0SIAocUkFGVF9NRVNTQUdFX1RZUEVfUkVBRF9JTkRFWBAOEiUKIVJBRlRfTUVTU0FHRV9UWVBFX1JFQURfSU5ERVhfUkVTUBAPKkwKDVJhZnRFbnRyeVR5cGUSGgoWUkFGVF9FTlRSWV9UWVBFX05PUk1BTBAAEh8KG1JBRlRfRU5UUllfVFlQRV9DT05GX0NIQU5HRRABMsUBCgtSYWZ0U2VydmljZRIrCgRTZW5kEg8ub3ByYy5SYWZ0QmF0Y2gaEi5vcHJjLlJhZnRCYXRjaEFjaxI2CgdQcm9wb3NlEhQub3ByYy5Qcm9wb3NlUmVxdWVzdBoVLm9wcmMuUHJvcG9zZVJlc3BvbnNlElEKEENoYW5nZU1lbWJlcnNoaXASHS5vcHJjLkNoYW5nZU1lbWJlcnNoaXBSZXF1ZXN0Gh4ub3ByYy5DaGFuZ2VNZW1iZXJzaGlwUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message oprc.RaftBatch
@@ -482,6 +482,221 @@ export const RaftBatchAckSchema: GenMessage<RaftBatchAck, {jsonType: RaftBatchAc
   messageDesc(file_oprc_raft, 6);
 
 /**
+ * A command proposed through another node, because that node leads the group. A node that
+ * does not lead the group answers UNAVAILABLE with the leader's id in `odgm-leader-hint`
+ * (it never forwards again).
+ *
+ * @generated from message oprc.ProposeRequest
+ */
+export type ProposeRequest = Message<"oprc.ProposeRequest"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * The group's command: an encoded ODGM operation (raft-log's canonical codec) for a
+   * collection partition, a metadata command for "meta".
+   *
+   * @generated from field: bytes command = 2;
+   */
+  command: Uint8Array;
+};
+
+/**
+ * A command proposed through another node, because that node leads the group. A node that
+ * does not lead the group answers UNAVAILABLE with the leader's id in `odgm-leader-hint`
+ * (it never forwards again).
+ *
+ * @generated from message oprc.ProposeRequest
+ */
+export type ProposeRequestJson = {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group?: string;
+
+  /**
+   * The group's command: an encoded ODGM operation (raft-log's canonical codec) for a
+   * collection partition, a metadata command for "meta".
+   *
+   * @generated from field: bytes command = 2;
+   */
+  command?: string;
+};
+
+/**
+ * Describes the message oprc.ProposeRequest.
+ * Use `create(ProposeRequestSchema)` to create a new message.
+ */
+export const ProposeRequestSchema: GenMessage<ProposeRequest, {jsonType: ProposeRequestJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_raft, 7);
+
+/**
+ * @generated from message oprc.ProposeResponse
+ */
+export type ProposeResponse = Message<"oprc.ProposeResponse"> & {
+  /**
+   * The log index the command was applied at.
+   *
+   * @generated from field: uint64 index = 1;
+   */
+  index: bigint;
+
+  /**
+   * The command's result as JSON (versions and changed keys of a mutation).
+   *
+   * @generated from field: bytes result = 2;
+   */
+  result: Uint8Array;
+};
+
+/**
+ * @generated from message oprc.ProposeResponse
+ */
+export type ProposeResponseJson = {
+  /**
+   * The log index the command was applied at.
+   *
+   * @generated from field: uint64 index = 1;
+   */
+  index?: string;
+
+  /**
+   * The command's result as JSON (versions and changed keys of a mutation).
+   *
+   * @generated from field: bytes result = 2;
+   */
+  result?: string;
+};
+
+/**
+ * Describes the message oprc.ProposeResponse.
+ * Use `create(ProposeResponseSchema)` to create a new message.
+ */
+export const ProposeResponseSchema: GenMessage<ProposeResponse, {jsonType: ProposeResponseJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_raft, 8);
+
+/**
+ * Membership of one group (or, for "*", of every group this node leads and "meta").
+ *
+ * @generated from message oprc.ChangeMembershipRequest
+ */
+export type ChangeMembershipRequest = Message<"oprc.ChangeMembershipRequest"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: oprc.ChangeMembershipRequest.Change change = 2;
+   */
+  change: ChangeMembershipRequest_Change;
+
+  /**
+   * @generated from field: uint64 node_id = 3;
+   */
+  nodeId: bigint;
+};
+
+/**
+ * Membership of one group (or, for "*", of every group this node leads and "meta").
+ *
+ * @generated from message oprc.ChangeMembershipRequest
+ */
+export type ChangeMembershipRequestJson = {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group?: string;
+
+  /**
+   * @generated from field: oprc.ChangeMembershipRequest.Change change = 2;
+   */
+  change?: ChangeMembershipRequest_ChangeJson;
+
+  /**
+   * @generated from field: uint64 node_id = 3;
+   */
+  nodeId?: string;
+};
+
+/**
+ * Describes the message oprc.ChangeMembershipRequest.
+ * Use `create(ChangeMembershipRequestSchema)` to create a new message.
+ */
+export const ChangeMembershipRequestSchema: GenMessage<ChangeMembershipRequest, {jsonType: ChangeMembershipRequestJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_raft, 9);
+
+/**
+ * @generated from enum oprc.ChangeMembershipRequest.Change
+ */
+export enum ChangeMembershipRequest_Change {
+  /**
+   * @generated from enum value: CHANGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: CHANGE_ADD_LEARNER = 1;
+   */
+  ADD_LEARNER = 1,
+
+  /**
+   * @generated from enum value: CHANGE_PROMOTE = 2;
+   */
+  PROMOTE = 2,
+
+  /**
+   * @generated from enum value: CHANGE_REMOVE = 3;
+   */
+  REMOVE = 3,
+
+  /**
+   * @generated from enum value: CHANGE_TRANSFER_LEADER = 4;
+   */
+  TRANSFER_LEADER = 4,
+}
+
+/**
+ * @generated from enum oprc.ChangeMembershipRequest.Change
+ */
+export type ChangeMembershipRequest_ChangeJson = "CHANGE_UNSPECIFIED" | "CHANGE_ADD_LEARNER" | "CHANGE_PROMOTE" | "CHANGE_REMOVE" | "CHANGE_TRANSFER_LEADER";
+
+/**
+ * Describes the enum oprc.ChangeMembershipRequest.Change.
+ */
+export const ChangeMembershipRequest_ChangeSchema: GenEnum<ChangeMembershipRequest_Change, ChangeMembershipRequest_ChangeJson> = /*@__PURE__*/
+  enumDesc(file_oprc_raft, 9, 0);
+
+/**
+ * @generated from message oprc.ChangeMembershipResponse
+ */
+export type ChangeMembershipResponse = Message<"oprc.ChangeMembershipResponse"> & {
+  /**
+   * @generated from field: oprc.RaftConfState conf_state = 1;
+   */
+  confState?: RaftConfState | undefined;
+};
+
+/**
+ * @generated from message oprc.ChangeMembershipResponse
+ */
+export type ChangeMembershipResponseJson = {
+  /**
+   * @generated from field: oprc.RaftConfState conf_state = 1;
+   */
+  confState?: RaftConfStateJson;
+};
+
+/**
+ * Describes the message oprc.ChangeMembershipResponse.
+ * Use `create(ChangeMembershipResponseSchema)` to create a new message.
+ */
+export const ChangeMembershipResponseSchema: GenMessage<ChangeMembershipResponse, {jsonType: ChangeMembershipResponseJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_raft, 10);
+
+/**
  * @generated from enum oprc.RaftMessageType
  */
 export enum RaftMessageType {
@@ -617,6 +832,26 @@ export const RaftService: GenService<{
     methodKind: "unary";
     input: typeof RaftBatchSchema;
     output: typeof RaftBatchAckSchema;
+  },
+  /**
+   * Proposes a command on this node, which must lead the group; answers once applied here.
+   *
+   * @generated from rpc oprc.RaftService.Propose
+   */
+  propose: {
+    methodKind: "unary";
+    input: typeof ProposeRequestSchema;
+    output: typeof ProposeResponseSchema;
+  },
+  /**
+   * Changes a group's membership on this node, which must lead the group.
+   *
+   * @generated from rpc oprc.RaftService.ChangeMembership
+   */
+  changeMembership: {
+    methodKind: "unary";
+    input: typeof ChangeMembershipRequestSchema;
+    output: typeof ChangeMembershipResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_oprc_raft, 0);

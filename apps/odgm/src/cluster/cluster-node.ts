@@ -1,0 +1,711 @@
+// This node's part of the cluster: the metadata group (collection registry, addresses),
+// the Raft groups of the raft-collection partitions placed here, their log storage, the
+// clock that ticks them, the transport between nodes, proposals (local or forwarded to
+// the leader), read barriers and membership changes.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import {
+  type Client,
+  Code,
+  ConnectError,
+  createClient,
+  type ServiceImpl,
+} from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import type { EntryStore, KvShard, MutationResult, StoreOp } from "@oprc/entry-store";
+import { isStoreError } from "@oprc/entry-store";
+import {
+  type ChangeMembershipRequest,
+  ChangeMembershipRequest_Change,
+  ChangeMembershipResponseSchema,
+  type CreateCollectionRequest,
+  CreateCollectionRequestSchema,
+  DataPlaneError,
+  isDataPlaneError,
+  type ProposeRequest,
+  ProposeResponseSchema,
+  RaftConfStateSchema,
+  RaftService,
+  toConnectError,
+} from "@oprc/grpc-api";
+import {
+  type ConfState,
+  createMemoryLogStore,
+  decodeOdgmOp,
+  type Entry,
+  encodeOdgmOp,
+  isRaftError,
+  type LogStore,
+  type OdgmOp,
+} from "@oprc/raft-log";
+import type { Logger } from "pino";
+import type { CollectionRegistry } from "../collections/collection-registry.js";
+import { normalizeCollectionSpec } from "../collections/collection-registry.js";
+import type { ClusterConfig, ReadConsistency } from "../config.js";
+import { isOdgmError, OdgmError } from "../odgm-error.js";
+import {
+  createCollectionCommand,
+  encodeMetaCommand,
+  type MetaResult,
+  openMetaStateMachine,
+} from "./meta-state-machine.js";
+import { groupIdOf, placeCollection, replicasOf } from "./placement.js";
+import { RaftGroup, type RaftGroupStatus, type StateMachine } from "./raft-group.js";
+import {
+  createRaftServiceImpl,
+  createRaftTransport,
+  type PeerTransportStats,
+} from "./raft-transport.js";
+
+/** The metadata group's id. */
+export const META_GROUP = "meta";
+
+/** What a data group's entries produce. */
+type DataResult = MutationResult | Error | undefined;
+
+/** Options of {@link ClusterNode.start}. */
+export interface ClusterNodeOptions {
+  readonly config: ClusterConfig;
+  /** `rocksdb`: logs under `<dataDir>/raft`; `memory`: nothing survives a restart. */
+  readonly storage: "rocksdb" | "memory";
+  readonly dataDir: string;
+  /** The node's own shard (registry, addresses, hosted groups). */
+  readonly nodeShard: KvShard;
+  readonly registry: CollectionRegistry;
+  readonly logger: Logger;
+  /** Opens the local shards of a collection the metadata group just applied. */
+  readonly onCollection: (spec: CreateCollectionRequest) => Promise<void>;
+  /** Observers for metrics. */
+  readonly hooks?: ClusterHooks;
+}
+
+/** Events a node reports for metrics. */
+export interface ClusterHooks {
+  onLeaderChange?(group: string, leader: number): void;
+  onProposal?(group: string, outcome: "ok" | "error" | "forwarded", ms: number): void;
+  onForwarded?(kind: "propose" | "read" | "request"): void;
+}
+
+/** Everything `/api/cluster` reports. */
+export interface ClusterStatus {
+  readonly nodeId: number;
+  readonly members: { readonly id: number; readonly url: string }[];
+  readonly groups: RaftGroupStatus[];
+  readonly transport: PeerTransportStats[];
+}
+
+const HOSTED_PREFIX = "raft-group/";
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** A Raft log database shared by the groups of this node, or per-group memory stores. */
+interface LogStorage {
+  open(group: string): Promise<LogStore>;
+  close(): Promise<void>;
+}
+
+async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): Promise<LogStorage> {
+  if (storage === "memory") {
+    return { open: async () => createMemoryLogStore(), close: async () => undefined };
+  }
+  const { openRocksLogDatabase, createGroupCommitter, createRocksLogStore } = await import(
+    "@oprc/raft-log/rocksdb"
+  );
+  const path = join(dataDir, "raft");
+  mkdirSync(path, { recursive: true });
+  const database = await openRocksLogDatabase({ path });
+  // Many groups, one fsync: every group's Ready joins the batch in flight.
+  const committer = createGroupCommitter(database);
+  return {
+    open: (groupId) => createRocksLogStore({ database, groupId, committer }),
+    close: async () => {
+      await committer.close();
+      await database.close();
+    },
+  };
+}
+
+/** A node's view of the cluster. */
+export class ClusterNode {
+  readonly nodeId: number;
+  /** Where every known member listens: `ODGM_MEMBERS`, then addresses learnt from the log. */
+  readonly addresses: Map<number, string>;
+  private readonly groups = new Map<string, RaftGroup<unknown>>();
+  private readonly startCommit = new Map<string, number>();
+  private readonly clients = new Map<
+    string,
+    { client: Client<typeof RaftService>; session: Http2SessionManager }
+  >();
+  private meta!: RaftGroup<MetaResult>;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly transport;
+
+  private constructor(
+    private readonly o: ClusterNodeOptions,
+    private readonly logs: LogStorage,
+  ) {
+    this.nodeId = o.config.nodeId;
+    this.addresses = new Map(o.config.members);
+    this.transport = createRaftTransport({
+      nodeId: this.nodeId,
+      addressOf: (id) => this.addresses.get(id),
+      onUnreachable: (peer, groups) => {
+        for (const g of groups) this.groups.get(g)?.reportUnreachable(peer);
+      },
+      onError: (err, peer) => o.logger.debug({ err, peer }, "raft transport: peer unreachable"),
+    });
+  }
+
+  /** Opens the log storage and the metadata group, and starts the clock. */
+  static async start(o: ClusterNodeOptions): Promise<ClusterNode> {
+    const logs = await openLogStorage(o.storage, o.dataDir);
+    const node = new ClusterNode(o, logs);
+    try {
+      const sm = await openMetaStateMachine({
+        shard: o.nodeShard,
+        registry: o.registry,
+        addresses: node.addresses,
+        onCollection: o.onCollection,
+        onBadEntry: (err, index) =>
+          o.logger.error({ err, index }, "metadata entry does not decode; applied as a no-op"),
+      });
+      node.meta = await node.openGroup(
+        META_GROUP,
+        sm,
+        o.config.state === "new" ? [...o.config.members.keys()] : undefined,
+      );
+      node.timer = setInterval(() => node.tick(), o.config.tickMs);
+      node.timer.unref();
+      // A single-member cluster need not wait an election timeout for its first leader.
+      if (o.config.members.size === 1 && o.config.state === "new") node.meta.campaign();
+    } catch (err) {
+      await node.close();
+      throw err;
+    }
+    return node;
+  }
+
+  /** The `oprc.RaftService` implementation this node serves. */
+  raftService(): ServiceImpl<typeof RaftService> {
+    const receive = createRaftServiceImpl({
+      nodeId: this.nodeId,
+      deliver: (group, m) => {
+        const g = this.groups.get(group);
+        if (g === undefined) return false;
+        g.step(m);
+        return true;
+      },
+      onRejected: (err, from) =>
+        this.o.logger.warn({ err, from }, "refused a malformed Raft message from a peer"),
+    });
+    return {
+      send: receive.send,
+      propose: async (req: ProposeRequest) => {
+        const g = this.groups.get(req.group);
+        if (g === undefined)
+          throw new ConnectError(`this node does not host group ${req.group}`, Code.NotFound);
+        try {
+          const r = await g.propose(req.command);
+          return create(ProposeResponseSchema, {
+            index: BigInt(r.index),
+            result: enc.encode(JSON.stringify(resultJson(r.result))),
+          });
+        } catch (err) {
+          throw toConnectError(toPlaneError(err));
+        }
+      },
+      changeMembership: async (req: ChangeMembershipRequest) => {
+        try {
+          const conf = await this.changeLocal(req.group, req.change, Number(req.nodeId));
+          return create(ChangeMembershipResponseSchema, { confState: toWireConf(conf) });
+        } catch (err) {
+          throw toConnectError(toPlaneError(err));
+        }
+      },
+    };
+  }
+
+  /** Groups of this node. */
+  group(id: string): RaftGroup<unknown> | undefined {
+    return this.groups.get(id);
+  }
+
+  /**
+   * Opens the Raft group of a raft-collection partition hosted here, replicating `store`.
+   * Bootstraps it from the collection's placement when this node is one of its first
+   * replicas and the cluster is new; otherwise it waits for its leader.
+   */
+  async openDataGroup(
+    spec: CreateCollectionRequest,
+    partition: number,
+    store: EntryStore,
+  ): Promise<RaftGroup<DataResult>> {
+    const id = groupIdOf(spec.name, partition);
+    const existing = this.groups.get(id);
+    if (existing !== undefined) return existing as RaftGroup<DataResult>;
+    const sm: StateMachine<DataResult> = {
+      appliedIndex: () => store.appliedIndex(),
+      apply: (entries) =>
+        store.applyCommitted(
+          entries.map((e) => ({ index: e.index, op: this.decodeEntry(id, e) })),
+          { sync: false },
+        ),
+      snapshot: () => store.exportState(),
+      restore: (data, index) => store.importState(data, { appliedIndex: index }),
+    };
+    const replicas = replicasOf(spec)[partition] ?? [];
+    const bootstrap =
+      this.o.config.state === "new" && replicas.includes(this.nodeId) ? replicas : undefined;
+    const group = await this.openGroup(id, sm, bootstrap);
+    await this.o.nodeShard.write(
+      [
+        {
+          type: "put",
+          keyspace: "system",
+          key: enc.encode(`${HOSTED_PREFIX}${id}`),
+          value: new Uint8Array(0),
+        },
+      ],
+      { sync: true },
+    );
+    return group;
+  }
+
+  /** Whether this node hosts (or hosted before a restart) a group of `spec`'s partition. */
+  async hosts(spec: CreateCollectionRequest, partition: number): Promise<boolean> {
+    const id = groupIdOf(spec.name, partition);
+    if (this.groups.has(id)) return true;
+    if ((replicasOf(spec)[partition] ?? []).includes(this.nodeId)) return true;
+    return (
+      (await this.o.nodeShard.get("system", enc.encode(`${HOSTED_PREFIX}${id}`))) !== undefined
+    );
+  }
+
+  private decodeEntry(group: string, e: Entry): StoreOp | undefined {
+    if (e.type !== "normal" || e.data.byteLength === 0) return undefined;
+    try {
+      const op = decodeOdgmOp(e.data);
+      return op.kind === "noop" ? undefined : (op as StoreOp);
+    } catch (err) {
+      // Every replica refuses the same bytes alike: the entry is a no-op everywhere.
+      this.o.logger.error(
+        { err, group, index: e.index },
+        "log entry does not decode; applied as a no-op",
+      );
+      return undefined;
+    }
+  }
+
+  private async openGroup<R>(
+    id: string,
+    sm: StateMachine<R>,
+    bootstrapVoters: readonly number[] | undefined,
+  ): Promise<RaftGroup<R>> {
+    const storage = await this.logs.open(id);
+    const group = await RaftGroup.open<R>({
+      id,
+      nodeId: this.nodeId,
+      storage,
+      stateMachine: sm,
+      send: (g, msgs) => this.transport.send(g, msgs),
+      ...(bootstrapVoters === undefined ? {} : { bootstrapVoters }),
+      electionTick: this.o.config.electionTicks,
+      heartbeatTick: 1,
+      compactAfter: this.o.config.compactEntries,
+      onSoftState: (_role, leader) => this.o.hooks?.onLeaderChange?.(id, leader),
+      onError: (err, what) => this.o.logger.error({ err, group: id, what }, "raft group error"),
+    });
+    this.startCommit.set(id, storage.initialState().hardState.commit);
+    this.groups.set(id, group as RaftGroup<unknown>);
+    return group;
+  }
+
+  private tick(): void {
+    for (const g of this.groups.values()) g.tick();
+  }
+
+  /** True when every group here has a leader and has applied what was committed at start. */
+  ready(): boolean {
+    for (const [id, g] of this.groups) {
+      const st = g.status();
+      if (st.lead === 0 || st.applied < (this.startCommit.get(id) ?? 0)) return false;
+    }
+    return true;
+  }
+
+  /** Waits (bounded) for `group` to know a leader; resolves with it, or 0. */
+  private async leaderOf(group: RaftGroup<unknown>, timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (group.leader === 0 && Date.now() < deadline && !this.closed) {
+      await new Promise((r) => setTimeout(r, Math.min(50, this.o.config.tickMs)));
+    }
+    return group.leader;
+  }
+
+  private electionMs(): number {
+    return this.o.config.tickMs * this.o.config.electionTicks;
+  }
+
+  private clientOf(nodeId: number): Client<typeof RaftService> {
+    const url = this.addresses.get(nodeId);
+    if (url === undefined)
+      throw new DataPlaneError("unavailable", `no address is known for node ${nodeId}`);
+    let c = this.clients.get(url);
+    if (c === undefined) {
+      const session = new Http2SessionManager(url, { pingIntervalMs: 2000, pingTimeoutMs: 2000 });
+      c = {
+        client: createClient(
+          RaftService,
+          createGrpcTransport({ baseUrl: url, sessionManager: session }),
+        ),
+        session,
+      };
+      this.clients.set(url, c);
+    }
+    return c.client;
+  }
+
+  /**
+   * Proposes `command` to `groupId` and resolves with its result once applied: on this node
+   * when it leads the group, else through the leader (which answers once applied there).
+   */
+  private async propose(
+    groupId: string,
+    command: Uint8Array,
+  ): Promise<{ result: unknown; local: boolean }> {
+    const g = this.groups.get(groupId);
+    if (g === undefined)
+      throw new DataPlaneError("unavailable", `this node does not host group ${groupId}`);
+    const leader = g.isLeader ? this.nodeId : await this.leaderOf(g, this.electionMs() * 3);
+    if (leader === this.nodeId && g.isLeader) {
+      const r = await g.propose(command);
+      return { result: r.result, local: true };
+    }
+    if (leader === 0) {
+      throw new DataPlaneError("unavailable", `group ${groupId} has no leader right now; retry`);
+    }
+    this.o.hooks?.onForwarded?.("propose");
+    try {
+      const res = await this.clientOf(leader).propose(
+        { group: groupId, command },
+        { timeoutMs: this.electionMs() * 5 },
+      );
+      return { result: JSON.parse(dec.decode(res.result)) as unknown, local: false };
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      if (
+        ce.code === Code.Unavailable ||
+        ce.code === Code.DeadlineExceeded ||
+        ce.code === Code.Unknown
+      ) {
+        throw new DataPlaneError(
+          "not_leader",
+          `could not forward to the leader (node ${leader}) of group ${groupId}: ${ce.rawMessage}`,
+          { leaderHint: this.addresses.get(leader) ?? String(leader), cause: err },
+        );
+      }
+      throw ce;
+    }
+  }
+
+  /** Applies a mutation to a raft-collection partition hosted here (proposed through its leader). */
+  async mutate(groupId: string, op: OdgmOp): Promise<MutationResult> {
+    const started = performance.now();
+    try {
+      const { result, local } = await this.propose(groupId, encodeOdgmOp(op));
+      this.o.hooks?.onProposal?.(groupId, local ? "ok" : "forwarded", performance.now() - started);
+      if (local) {
+        if (result instanceof Error) throw toPlaneError(result);
+        if (result === undefined)
+          throw new DataPlaneError("internal", "the operation produced no result");
+        return result as MutationResult;
+      }
+      return mutationFromJson(result);
+    } catch (err) {
+      this.o.hooks?.onProposal?.(groupId, "error", performance.now() - started);
+      throw err;
+    }
+  }
+
+  /**
+   * Waits until a read of `groupId` on this node may be served under `consistency`:
+   * `linearizable` confirms leadership with a quorum round (ReadIndex) and waits for this
+   * node to apply what was committed; `lease` skips the round on a leader under lease;
+   * `follower` serves whatever this node has applied.
+   */
+  async readBarrier(groupId: string, consistency: ReadConsistency): Promise<void> {
+    const g = this.groups.get(groupId);
+    if (g === undefined)
+      throw new DataPlaneError("unavailable", `this node does not host group ${groupId}`);
+    if (consistency === "follower") return;
+    if (consistency === "lease" && g.leaseValid()) return;
+    if (g.leader === 0 && (await this.leaderOf(g, this.electionMs() * 3)) === 0) {
+      throw new DataPlaneError("unavailable", `group ${groupId} has no leader right now; retry`);
+    }
+    if (!g.isLeader) this.o.hooks?.onForwarded?.("read");
+    try {
+      await g.readIndex(this.electionMs() * 5);
+    } catch (err) {
+      throw toPlaneError(err);
+    }
+  }
+
+  /** Creates a collection cluster-wide (through the metadata group) and returns its spec. */
+  async createCollection(input: CreateCollectionRequest): Promise<CreateCollectionRequest> {
+    let spec = normalizeCollectionSpec(input);
+    if (spec.shardType === "raft") {
+      // Re-creating a placed collection (ODGM_COLLECTION at every start) keeps its placement.
+      const existing = this.o.registry.get(spec.name);
+      if (spec.shardAssignments.length === 0 && existing?.shardType === "raft") {
+        spec = create(CreateCollectionRequestSchema, spec);
+        spec.shardAssignments = existing.shardAssignments;
+      }
+      spec = placeCollection(spec, [...this.addresses.keys()]);
+    }
+    const { result, local } = await this.propose(
+      META_GROUP,
+      encodeMetaCommand(createCollectionCommand(spec)),
+    );
+    if (local && result !== undefined) throw result;
+    if (!local && result !== null && typeof result === "object" && "code" in result) {
+      const r = result as { code: string; message: string };
+      throw new OdgmError(
+        r.code === "collection_exists" ? "collection_exists" : "invalid_collection",
+        r.message,
+      );
+    }
+    return this.o.registry.get(spec.name) ?? spec;
+  }
+
+  /** Records a member's address cluster-wide. */
+  async setMember(id: number, url: string): Promise<void> {
+    await this.propose(META_GROUP, encodeMetaCommand({ setMember: { id, url } }));
+  }
+
+  /**
+   * Changes the membership of `group` (or, with `"*"`, of the metadata group and every
+   * raft-collection partition) through each group's leader, wherever it runs.
+   */
+  async changeMembership(
+    group: string,
+    change: ChangeMembershipRequest_Change,
+    nodeId: number,
+  ): Promise<Map<string, ConfState>> {
+    const ids =
+      group === "*"
+        ? [
+            META_GROUP,
+            ...this.o.registry
+              .list()
+              .filter((c) => c.shardType === "raft")
+              .flatMap((c) =>
+                Array.from({ length: c.partitionCount }, (_, p) => groupIdOf(c.name, p)),
+              ),
+          ]
+        : [group];
+    const out = new Map<string, ConfState>();
+    for (const id of ids) out.set(id, await this.changeOne(id, change, nodeId));
+    return out;
+  }
+
+  private async changeOne(
+    group: string,
+    change: ChangeMembershipRequest_Change,
+    nodeId: number,
+  ): Promise<ConfState> {
+    const local = this.groups.get(group);
+    if (local?.isLeader === true) return this.changeLocal(group, change, nodeId);
+    // Ask the leader (or, not knowing it, the group's replicas) until one leads.
+    const candidates = new Set<number>();
+    if (local !== undefined && local.leader !== 0) candidates.add(local.leader);
+    const spec = this.o.registry.get(group.slice(0, group.lastIndexOf("/")));
+    for (const r of spec === undefined
+      ? []
+      : (replicasOf(spec)[Number(group.slice(group.lastIndexOf("/") + 1))] ?? [])) {
+      candidates.add(r);
+    }
+    for (const id of this.addresses.keys()) candidates.add(id);
+    const deadline = Date.now() + this.electionMs() * 10;
+    let last: unknown;
+    while (Date.now() < deadline) {
+      for (const id of candidates) {
+        if (id === this.nodeId) continue;
+        try {
+          const res = await this.clientOf(id).changeMembership(
+            { group, change, nodeId: BigInt(nodeId) },
+            { timeoutMs: this.electionMs() * 5 },
+          );
+          const c = res.confState ?? create(RaftConfStateSchema);
+          const n = (xs: readonly bigint[]) => xs.map(Number);
+          return {
+            voters: n(c.voters),
+            learners: n(c.learners),
+            votersOutgoing: n(c.votersOutgoing),
+            learnersNext: n(c.learnersNext),
+            autoLeave: c.autoLeave,
+          };
+        } catch (err) {
+          last = err;
+        }
+      }
+      if (this.groups.get(group)?.isLeader === true) return this.changeLocal(group, change, nodeId);
+      await new Promise((r) => setTimeout(r, this.o.config.tickMs * 2));
+    }
+    throw toPlaneError(
+      last ?? new DataPlaneError("unavailable", `no leader of group ${group} answered`),
+    );
+  }
+
+  /** Changes the membership of a group this node leads; resolves with the new membership. */
+  private async changeLocal(
+    group: string,
+    change: ChangeMembershipRequest_Change,
+    nodeId: number,
+  ): Promise<ConfState> {
+    const g = this.groups.get(group);
+    if (g === undefined)
+      throw new DataPlaneError("not_found", `this node does not host group ${group}`);
+    if (!Number.isSafeInteger(nodeId) || nodeId < 1) {
+      throw new DataPlaneError(
+        "invalid_argument",
+        `node id must be a positive integer, got ${nodeId}`,
+      );
+    }
+    const single = (type: "add_voter" | "add_learner" | "remove") =>
+      g.proposeConfChange({ changes: [{ type, nodeId }], transition: "auto" });
+    switch (change) {
+      case ChangeMembershipRequest_Change.ADD_LEARNER:
+        await single("add_learner");
+        break;
+      case ChangeMembershipRequest_Change.PROMOTE:
+        await single("add_voter");
+        break;
+      case ChangeMembershipRequest_Change.REMOVE:
+        await single("remove");
+        break;
+      case ChangeMembershipRequest_Change.TRANSFER_LEADER: {
+        g.transferLeader(nodeId);
+        const deadline = Date.now() + this.electionMs() * 3;
+        while (g.leader !== nodeId && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 20));
+        if (g.leader !== nodeId) {
+          throw new DataPlaneError(
+            "unavailable",
+            `leadership of ${group} did not move to node ${nodeId}`,
+          );
+        }
+        break;
+      }
+      default:
+        throw new DataPlaneError("invalid_argument", `unknown membership change ${change}`);
+    }
+    return g.status().confState;
+  }
+
+  status(): ClusterStatus {
+    return {
+      nodeId: this.nodeId,
+      members: [...this.addresses].map(([id, url]) => ({ id, url })).sort((a, b) => a.id - b.id),
+      groups: [...this.groups.values()]
+        .map((g) => g.status())
+        .sort((a, b) => (a.group < b.group ? -1 : 1)),
+      transport: this.transport.stats(),
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.transport.close();
+    for (const c of this.clients.values()) c.session.abort();
+    for (const g of this.groups.values()) await g.close();
+    await this.logs.close();
+  }
+}
+
+function toWireConf(c: ConfState) {
+  return create(RaftConfStateSchema, {
+    voters: c.voters.map(BigInt),
+    learners: c.learners.map(BigInt),
+    votersOutgoing: c.votersOutgoing.map(BigInt),
+    learnersNext: c.learnersNext.map(BigInt),
+    autoLeave: c.autoLeave,
+  });
+}
+
+/** Any failure of the replicated path as the data plane's error. */
+export function toPlaneError(err: unknown): unknown {
+  if (isDataPlaneError(err) || err instanceof ConnectError) return err;
+  if (isStoreError(err)) {
+    switch (err.code) {
+      case "version_mismatch":
+        return new DataPlaneError("version_mismatch", err.message, {
+          cause: err,
+          ...(err.expected === undefined ? {} : { expected: err.expected }),
+          ...(err.actual === undefined ? {} : { actual: err.actual }),
+        });
+      case "invalid_argument":
+        return new DataPlaneError("invalid_argument", err.message, { cause: err });
+      case "not_found":
+        return new DataPlaneError("not_found", err.message, { cause: err });
+      case "too_large":
+        return new DataPlaneError("too_large", err.message, { cause: err });
+      default:
+        return new DataPlaneError("unavailable", err.message, { cause: err });
+    }
+  }
+  if (isRaftError(err)) {
+    if (err.code === "not_leader" || err.code === "no_leader") {
+      return new DataPlaneError("not_leader", err.message, {
+        cause: err,
+        ...(err.leaderHint === undefined ? {} : { leaderHint: String(err.leaderHint) }),
+      });
+    }
+    return new DataPlaneError("unavailable", err.message, { cause: err });
+  }
+  if (isOdgmError(err)) return err;
+  return err;
+}
+
+/** A result crossing nodes as JSON: a mutation's versions and changes, or a refusal. */
+function resultJson(result: unknown): unknown {
+  if (result === undefined) return null;
+  if (isOdgmError(result)) return { code: result.code, message: result.message };
+  if (result instanceof Error) {
+    // Refusals travel as errors: the RPC maps them to a status.
+    throw toPlaneError(result);
+  }
+  const r = result as MutationResult;
+  return {
+    versionBefore: String(r.versionBefore),
+    versionAfter: String(r.versionAfter),
+    changed: r.changed,
+    wrote: r.wrote,
+    existedBefore: r.existedBefore,
+    exists: r.exists,
+  };
+}
+
+function mutationFromJson(json: unknown): MutationResult {
+  const r = json as {
+    versionBefore: string;
+    versionAfter: string;
+    changed: MutationResult["changed"];
+    wrote: boolean;
+    existedBefore: boolean;
+    exists: boolean;
+  };
+  return {
+    versionBefore: BigInt(r.versionBefore),
+    versionAfter: BigInt(r.versionAfter),
+    changed: r.changed,
+    wrote: r.wrote,
+    existedBefore: r.existedBefore,
+    exists: r.exists,
+    // Events leave from the leader, which has the config.
+    eventConfig: undefined,
+  };
+}
