@@ -6,14 +6,18 @@
 // Run: npx -y pnpm@10.34.9 bench:writes [-- --quick]   (from the repository root)
 import { execFileSync } from "node:child_process";
 import {
+  closeSync,
   existsSync,
+  fdatasyncSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
   writeFileSync,
+  writeSync,
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -37,7 +41,7 @@ import type { Sample } from "./measure.js";
 import { processCpuUs, readProcStat, reapedChildrenCpuUs } from "./proc-stat.js";
 import { type Child, killAllChildren, rssBytes, startChild } from "./processes.js";
 import { type RedisInstance, startRedis } from "./redis.js";
-import { permutation } from "./stats.js";
+import { percentile, permutation } from "./stats.js";
 import { buildGrpcLoad, ensureWritesTools, runTool, toolVersion } from "./system-tools.js";
 import { fmt } from "./table.js";
 import {
@@ -486,6 +490,26 @@ async function settle(pids: readonly number[], say: (msg: string) => void): Prom
   say(`  (servers still busy after 5 s: ${(busy * 100).toFixed(0)}% of a core; measuring anyway)`);
 }
 
+/** Median µs of 100 × (write 4 KiB + fdatasync) in `dir`: what one durable write costs on this disk. */
+function fsyncProbeUs(dir: string): number {
+  const file = path.join(dir, "fsync-probe");
+  const fd = openSync(file, "w");
+  const buf = Buffer.alloc(4096, 7);
+  const us: number[] = [];
+  try {
+    for (let i = 0; i < 100; i++) {
+      const t = performance.now();
+      writeSync(fd, buf, 0, buf.length, 0);
+      fdatasyncSync(fd);
+      us.push((performance.now() - t) * 1000);
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(file, { force: true });
+  }
+  return percentile(us, 50);
+}
+
 function dfType(dir: string): string {
   try {
     const line =
@@ -774,6 +798,8 @@ async function main(): Promise<void> {
           }),
       },
     ];
+    const fsyncUs = fsyncProbeUs(tmp);
+    log(`this disk: 4 KiB write + fdatasync, median ${fmt(fsyncUs)} µs`);
     const servers = [odgm.child.pid, redis.child.pid, etcd.child.pid];
     const only = args.only === undefined ? undefined : new RegExp(args.only);
     const runs = subjects.filter((s) => only === undefined || only.test(s.id));
@@ -859,7 +885,7 @@ async function main(): Promise<void> {
       machine,
       loadEnd: os.loadavg(),
       roundLoad,
-      dataFs: dfType(tmp),
+      dataFs: `${dfType(tmp)}; 4 KiB write + fdatasync: median ${fmt(fsyncUs)} µs (100 before round 1)`,
       rounds: ROUNDS,
       warmupMs: WARMUP_MS,
       windowMs: WINDOW_MS,
