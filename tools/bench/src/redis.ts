@@ -28,19 +28,38 @@ export async function freePort(): Promise<number> {
 /** A redis-server the harness started, and a client of it. */
 export interface RedisInstance {
   readonly child: Child;
+  /** TCP port on 127.0.0.1. */
+  readonly port: number;
   readonly client: Redis;
   /** `used_memory` from `INFO memory` (bytes). */
   usedMemory(): Promise<number>;
   stop(): Promise<void>;
 }
 
+/** Options of {@link startRedis}. */
+export interface StartRedisOptions {
+  /**
+   * Turn the append-only file on with `appendfsync always` (every write fsynced before it is
+   * acknowledged, group-committed per event-loop turn) and keep it in this directory.
+   * Default: no persistence at all (no RDB snapshots, no AOF).
+   */
+  readonly aofDir?: string;
+}
+
 /**
- * Starts redis-server on 127.0.0.1 with a random port and no persistence (no RDB
- * snapshots, no AOF), and connects one ioredis client (commands from concurrent callers
+ * Starts redis-server on 127.0.0.1 with a random port and, by default, no persistence (no
+ * RDB snapshots, no AOF), and connects one ioredis client (commands from concurrent callers
  * are pipelined on its one connection, as gRPC calls share one HTTP/2 session).
  */
-export async function startRedis(name: string): Promise<RedisInstance> {
+export async function startRedis(
+  name: string,
+  options: StartRedisOptions = {},
+): Promise<RedisInstance> {
   const port = await freePort();
+  const persistence =
+    options.aofDir === undefined
+      ? ["--appendonly", "no", "--dir", "/tmp", "--dbfilename", `bench-never-written-${port}.rdb`]
+      : ["--appendonly", "yes", "--appendfsync", "always", "--dir", options.aofDir];
   const child = await startChild({
     name,
     command: REDIS_SERVER,
@@ -51,16 +70,11 @@ export async function startRedis(name: string): Promise<RedisInstance> {
       "127.0.0.1",
       "--save",
       "",
-      "--appendonly",
-      "no",
       "--protected-mode",
       "yes",
       "--daemonize",
       "no",
-      "--dir",
-      "/tmp",
-      "--dbfilename",
-      `bench-never-written-${port}.rdb`,
+      ...persistence,
     ],
     ready: /Ready to accept connections/,
     timeoutMs: 20_000,
@@ -76,6 +90,7 @@ export async function startRedis(name: string): Promise<RedisInstance> {
   await client.ping();
   return {
     child,
+    port,
     client,
     async usedMemory() {
       const info = await client.info("memory");

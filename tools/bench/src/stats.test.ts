@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pairedRatio, percentile, percentileSorted, ratio, spread } from "./stats.js";
+import { pairedRatio, percentile, percentileSorted, permutation, ratio, spread } from "./stats.js";
 
 describe("percentile (nearest rank)", () => {
   it("picks the smallest value with p% at or below it", () => {
@@ -40,5 +40,20 @@ describe("spread and ratios", () => {
     expect(pairedRatio([2, 5, 9], [1, undefined, 3])).toEqual({ min: 2, median: 2.5, max: 3 });
     // paired ratios differ from the ratio of medians when rounds drift together
     expect(pairedRatio([10, 20, 40], [10, 20, 40]).median).toBe(1);
+  });
+});
+
+describe("permutation", () => {
+  it("keeps the declared order in round 0 and permutes deterministically after", () => {
+    expect(permutation(5, 0)).toEqual([0, 1, 2, 3, 4]);
+    for (let seed = 1; seed < 20; seed++) {
+      const p = permutation(9, seed);
+      expect([...p].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(permutation(9, seed)).toEqual(p);
+    }
+  });
+  it("gives rounds different orders", () => {
+    const orders = new Set(Array.from({ length: 5 }, (_, r) => permutation(9, r).join(",")));
+    expect(orders.size).toBe(5);
   });
 });

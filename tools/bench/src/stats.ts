@@ -66,3 +66,30 @@ export function pairedRatio(
   }
   return spread(out);
 }
+
+/**
+ * A deterministic permutation of `0..n-1` (Fisher–Yates driven by xorshift32 from `seed`):
+ * the order subjects run in during round `seed`. Rotating one fixed order keeps every subject
+ * right after the same neighbour in every round, so a neighbour's after-effects (a server still
+ * flushing, say) would always land on the same subject; a fresh order per round spreads them.
+ *
+ * @example
+ * permutation(4, 0); // [0, 1, 2, 3]: round 0 keeps the declared order
+ */
+export function permutation(n: number, seed: number): number[] {
+  const out = Array.from({ length: n }, (_, i) => i);
+  if (seed === 0) return out;
+  let x = (seed * 0x9e3779b1) >>> 0 || 1;
+  for (let i = n - 1; i > 0; i--) {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    const j = x % (i + 1);
+    const t = out[i] as number;
+    out[i] = out[j] as number;
+    out[j] = t;
+  }
+  return out;
+}

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { parseProcStat, processCpuUs, readProcStat, ticksToUs } from "./proc-stat.js";
+
+// A real /proc/<pid>/stat line (of `cat`), with utime..cstime and rss edited to known values.
+const LINE =
+  "3857 (cat) R 3855 3855 24329 0 -1 4194304 102 0 0 0 150 30 7 2 20 0 1 0 426560 3133440 383 18446744073709551615 94268776181760 94268776201641 140733408095760 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+
+describe("parseProcStat", () => {
+  it("reads utime, stime, cutime, cstime and rss by field number", () => {
+    expect(parseProcStat(LINE)).toEqual({
+      comm: "cat",
+      utime: 150,
+      stime: 30,
+      cutime: 7,
+      cstime: 2,
+      rssPages: 383,
+    });
+  });
+  it("counts fields from the last parenthesis, so odd process names do not shift them", () => {
+    const odd = LINE.replace("(cat)", "(a) b (c d)");
+    expect(parseProcStat(odd)).toMatchObject({ comm: "a) b (c d", utime: 150, stime: 30 });
+  });
+  it("rejects text that is not a stat line", () => {
+    expect(() => parseProcStat("hello")).toThrow(/not a \/proc/);
+    expect(() => parseProcStat("1 (x) R 1")).toThrow(/field 14/);
+  });
+});
+
+describe("ticksToUs", () => {
+  it("converts clock ticks to microseconds", () => {
+    expect(ticksToUs(150, 100)).toBe(1_500_000);
+    expect(ticksToUs(1, 250)).toBe(4000);
+  });
+});
+
+describe("reading /proc (Linux)", () => {
+  it.runIf(process.platform === "linux")("finds this process and its CPU time", () => {
+    expect(readProcStat(process.pid)?.comm.length).toBeGreaterThan(0);
+    expect(processCpuUs(process.pid)).toBeGreaterThanOrEqual(0);
+    expect(Number.isNaN(processCpuUs(2 ** 30))).toBe(true);
+  });
+});

@@ -1,0 +1,94 @@
+// CPU time and memory of a process from /proc/<pid>/stat (Linux), for the writes benchmark.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+/** The /proc/<pid>/stat fields the benchmark uses, in clock ticks (and pages for RSS). */
+export interface ProcStat {
+  /** Process name (field 2, without the parentheses). */
+  readonly comm: string;
+  /** User CPU of every thread, live and exited (field 14). */
+  readonly utime: number;
+  /** System CPU of every thread (field 15). */
+  readonly stime: number;
+  /** User CPU of waited-for children (field 16). */
+  readonly cutime: number;
+  /** System CPU of waited-for children (field 17). */
+  readonly cstime: number;
+  /** Resident set size in pages (field 24). */
+  readonly rssPages: number;
+}
+
+/**
+ * Parses the text of `/proc/<pid>/stat`. The name (field 2) may hold spaces and
+ * parentheses, so fields are counted from the last `)`.
+ *
+ * @example
+ * parseProcStat("42 (node) S 1 42 42 0 -1 0 0 0 0 0 150 30 4 2 20 0 11 0 9 1000 2560 …").utime; // 150
+ */
+export function parseProcStat(text: string): ProcStat {
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  if (open < 0 || close < open)
+    throw new Error(`not a /proc/<pid>/stat line: ${text.slice(0, 80)}`);
+  const f = text
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/);
+  // f[0] is field 3 (state), so field n is f[n - 3].
+  const num = (n: number): number => {
+    const v = Number(f[n - 3]);
+    if (!Number.isFinite(v)) throw new Error(`/proc/<pid>/stat field ${n} is not a number`);
+    return v;
+  };
+  return {
+    comm: text.slice(open + 1, close),
+    utime: num(14),
+    stime: num(15),
+    cutime: num(16),
+    cstime: num(17),
+    rssPages: num(24),
+  };
+}
+
+let ticks: number | undefined;
+/** Clock ticks per second (`getconf CLK_TCK`, 100 on Linux in practice). */
+export function clockTicks(): number {
+  if (ticks === undefined) {
+    try {
+      ticks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+    } catch {
+      ticks = 100;
+    }
+  }
+  return ticks;
+}
+
+/** Converts ticks to microseconds. */
+export function ticksToUs(t: number, hz: number = clockTicks()): number {
+  return (t * 1e6) / hz;
+}
+
+/** `/proc/<pid>/stat` of a live process, parsed; `undefined` when it is gone. */
+export function readProcStat(pid: number | "self"): ProcStat | undefined {
+  try {
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, "latin1"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** User + system CPU (µs) of process `pid`, all its threads; `NaN` when unreadable. */
+export function processCpuUs(pid: number): number {
+  const s = readProcStat(pid);
+  return s === undefined ? Number.NaN : ticksToUs(s.utime + s.stime);
+}
+
+/**
+ * User + system CPU (µs) of this process's children that have exited and been waited for
+ * (`cutime + cstime` of `/proc/self/stat`). The delta around a load generator's whole run is
+ * that generator's CPU: servers still running are not included.
+ */
+export function reapedChildrenCpuUs(): number {
+  const s = readProcStat("self");
+  return s === undefined ? Number.NaN : ticksToUs(s.cutime + s.cstime);
+}
