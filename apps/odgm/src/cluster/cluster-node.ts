@@ -44,6 +44,7 @@ import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { normalizeCollectionSpec } from "../collections/collection-registry.js";
 import type { ClusterConfig, ReadConsistency } from "../config.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
+import type { ShardReplica } from "../shards/shard-manager.js";
 import {
   createCollectionCommand,
   encodeMetaCommand,
@@ -133,6 +134,8 @@ export class ClusterNode {
   readonly addresses: Map<number, string>;
   private readonly groups = new Map<string, RaftGroup<unknown>>();
   private readonly startCommit = new Map<string, number>();
+  /** Groups this node was added to at run time (opened on their leader's first message). */
+  private readonly adopted = new Set<string>();
   private readonly clients = new Map<
     string,
     { client: Client<typeof RaftService>; session: Http2SessionManager }
@@ -193,7 +196,10 @@ export class ClusterNode {
       nodeId: this.nodeId,
       deliver: (group, m) => {
         const g = this.groups.get(group);
-        if (g === undefined) return false;
+        if (g === undefined) {
+          this.adopt(group);
+          return false;
+        }
         g.step(m);
         return true;
       },
@@ -273,14 +279,48 @@ export class ClusterNode {
     return group;
   }
 
+  /** Starts replicating `store` as a replica of the partition (the shard manager's hook). */
+  async replicate(
+    spec: CreateCollectionRequest,
+    partition: number,
+    store: EntryStore,
+  ): Promise<ShardReplica> {
+    const id = groupIdOf(spec.name, partition);
+    const group = await this.openDataGroup(spec, partition, store);
+    return {
+      get isLeader() {
+        return group.isLeader;
+      },
+      mutate: (op) => this.mutate(id, { ...op, cls: spec.name, partition } as OdgmOp),
+      readBarrier: (consistency) => this.readBarrier(id, consistency),
+    };
+  }
+
   /** Whether this node hosts (or hosted before a restart) a group of `spec`'s partition. */
   async hosts(spec: CreateCollectionRequest, partition: number): Promise<boolean> {
     const id = groupIdOf(spec.name, partition);
-    if (this.groups.has(id)) return true;
+    if (this.groups.has(id) || this.adopted.has(id)) return true;
     if ((replicasOf(spec)[partition] ?? []).includes(this.nodeId)) return true;
     return (
       (await this.o.nodeShard.get("system", enc.encode(`${HOSTED_PREFIX}${id}`))) !== undefined
     );
+  }
+
+  /**
+   * A leader sends messages for a group this node does not host: it was added to the group
+   * (a new learner). Open an empty replica; the leader brings it up to date.
+   */
+  private adopt(group: string): void {
+    if (this.adopted.has(group) || this.closed) return;
+    const slash = group.lastIndexOf("/");
+    const spec = slash < 0 ? undefined : this.o.registry.get(group.slice(0, slash));
+    if (spec?.shardType !== "raft") return;
+    this.adopted.add(group);
+    this.o.logger.info({ group }, "joining a raft group as a new replica");
+    this.o.onCollection(spec).catch((err: unknown) => {
+      this.adopted.delete(group);
+      this.o.logger.error({ err, group }, "could not open a replica of a raft group");
+    });
   }
 
   private decodeEntry(group: string, e: Entry): StoreOp | undefined {

@@ -3,6 +3,7 @@ import {
   type EntryStore,
   type KvEngine,
   type MutationResult,
+  type StoreOp,
 } from "@oprc/entry-store";
 import {
   createEventDispatcher,
@@ -14,12 +15,39 @@ import {
 } from "@oprc/event-v2";
 import type { CreateCollectionRequest } from "@oprc/grpc-api";
 import { hashId } from "@oprc/oprc-id";
+import type { ReadConsistency } from "../config.js";
 import type { OdgmMetrics } from "../observability/metrics.js";
 
-/** One collection partition served by this node (a `basic` shard: no replication). */
+/** How a raft shard's mutations and reads go through its Raft group. */
+export interface ShardReplica {
+  /** True while this node leads the shard's group (events leave from the leader only). */
+  readonly isLeader: boolean;
+  /** Proposes `op` (through the leader) and resolves once applied here or on the leader. */
+  mutate(op: StoreOp): Promise<MutationResult>;
+  /** Resolves once a read here is as fresh as `consistency` asks. */
+  readBarrier(consistency: ReadConsistency): Promise<void>;
+}
+
+/** Hosts the Raft groups of raft-collection partitions (the cluster node). */
+export interface ShardReplication {
+  /** Whether this node hosts a replica of the partition. */
+  hosts(spec: CreateCollectionRequest, partition: number): Promise<boolean>;
+  /** Starts replicating `store` as the partition's replica. */
+  replicate(
+    spec: CreateCollectionRequest,
+    partition: number,
+    store: EntryStore,
+  ): Promise<ShardReplica>;
+}
+
+/** One collection partition served by this node: `basic` (one replica) or a raft replica. */
 export interface Shard {
   readonly cls: string;
   readonly partition: number;
+  /** `basic`, or `raft` with `replica` set. */
+  readonly kind: "basic" | "raft";
+  /** The shard's Raft replica (raft shards only). */
+  readonly replica: ShardReplica | undefined;
   /** Stable id: the assignment's shard id when given, else derived from `<cls>/<partition>`. */
   readonly shardId: bigint;
   readonly store: EntryStore;
@@ -43,17 +71,19 @@ export interface ShardManagerOptions {
   readonly metrics: OdgmMetrics;
   /** Told when a durable mutation's event could not be built or enqueued. Default: ignored. */
   readonly onEventError?: (err: unknown) => void;
+  /** Hosts raft shards; without it raft collections have no local shards. */
+  readonly replication?: ShardReplication;
 }
 
 /** The shards of every collection this node serves. */
 export interface ShardManager {
-  /** The shard of `(cls, partition)`, or `undefined` when the node has no such shard. */
+  /** The shard of `(cls, partition)`, or `undefined` when this node holds no replica of it. */
   get(cls: string, partition: number): Shard | undefined;
   /** Whether the node serves collection `cls`. */
   hasCollection(cls: string): boolean;
   /** Every shard, in creation order. */
   all(): readonly Shard[];
-  /** Opens the shards of a collection (idempotent per collection). */
+  /** Opens the shards of a collection this node holds and has not opened yet (idempotent). */
   addCollection(spec: CreateCollectionRequest): Promise<void>;
   /** Drains (or, once `signal` aborts, discards) event queues and closes the stores. */
   close(signal?: AbortSignal): Promise<ShutdownReport[]>;
@@ -88,7 +118,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     }
   };
   const shards = new Map<string, Shard>();
-  const collections = new Map<string, Shard[]>();
+  const collections = new Map<string, (Shard | undefined)[]>();
   const order: Shard[] = [];
   const { metrics } = options;
   return {
@@ -96,9 +126,19 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     hasCollection: (cls) => collections.has(cls),
     all: () => order,
     async addCollection(spec) {
-      if (collections.has(spec.name)) return;
-      const list: Shard[] = [];
+      const raft = spec.shardType === "raft";
+      let list = collections.get(spec.name);
+      if (list === undefined) {
+        list = [];
+        collections.set(spec.name, list);
+      }
+      // Idempotent: opens only the partitions not open yet (a raft replica added later).
       for (let partition = 0; partition < spec.partitionCount; partition++) {
+        if (list[partition] !== undefined) continue;
+        if (raft && !(await options.replication?.hosts(spec, partition))) {
+          list[partition] = undefined;
+          continue;
+        }
         const name = `${spec.name}/${partition}`;
         const assigned = spec.shardAssignments[partition]?.shardIds[0];
         const shardId = assigned ?? hashId(name);
@@ -119,6 +159,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
               },
             })
           : undefined;
+        let replica: ShardReplica | undefined;
         const store = await createEntryStore({
           engine: options.engine,
           shard: name,
@@ -128,20 +169,36 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
           maxGetEntries: options.maxGetEntries,
           maxKeyLength: options.maxKeyLength,
           onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
-          // Events leave in commit order, so an object's events follow its versions.
+          // Events leave in commit order, so an object's events follow its versions; on a
+          // raft shard every replica applies, and only the leader's events leave.
           ...(events === undefined
             ? {}
             : {
-                onApplied: (id: string, result: MutationResult) =>
-                  emit(events, cls, partition, id, result),
+                onApplied: (id: string, result: MutationResult) => {
+                  if (replica === undefined ? !raft : replica.isLeader)
+                    emit(events, cls, partition, id, result);
+                },
               }),
         });
-        const shard: Shard = { cls, partition, shardId, store, events };
-        list.push(shard);
+        if (raft)
+          replica = await (options.replication as ShardReplication).replicate(
+            spec,
+            partition,
+            store,
+          );
+        const shard: Shard = {
+          cls,
+          partition,
+          kind: raft ? "raft" : "basic",
+          replica,
+          shardId,
+          store,
+          events,
+        };
+        list[partition] = shard;
         order.push(shard);
         shards.set(name, shard);
       }
-      collections.set(spec.name, list);
     },
     async close(signal) {
       const reports: ShutdownReport[] = [];
