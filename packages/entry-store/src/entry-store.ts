@@ -120,11 +120,15 @@ export interface EntryStore {
   /** Every record of the shard as bytes (a Raft snapshot); call between applies. */
   exportState(): Promise<Uint8Array>;
   /**
-   * Replaces every record of the shard with `state` (from {@link exportState}) in one
-   * atomic write, then forgets all planned state. Malformed bytes are `invalid_argument`
-   * and change nothing.
+   * Replaces every record of the shard with `state` (from {@link exportState}; empty bytes
+   * are the empty shard) in one atomic write, then forgets all planned state. With
+   * `appliedIndex` the applied index becomes that value instead of the state's own.
+   * Malformed bytes are `invalid_argument` and change nothing.
    */
-  importState(state: Uint8Array, options?: { sync?: boolean }): Promise<void>;
+  importState(
+    state: Uint8Array,
+    options?: { sync?: boolean; appliedIndex?: number },
+  ): Promise<void>;
   /** Live-object counter and fallback-read count. */
   stats(): StoreStats;
   /** Sets one entry (creating or reviving the object). */

@@ -29,6 +29,8 @@ export interface CachedObject {
   last: PendingWrite | undefined;
   /** Planners working on the object right now (an entry in use is never evicted). */
   users: number;
+  /** Raw entries read together with the metadata on a cache miss, for the first plan only. */
+  prefetched?: Map<string, Uint8Array | undefined> | undefined;
 }
 
 /**

@@ -157,7 +157,7 @@ export class OrderedApplier {
     const epoch = this.epoch;
     const id = op.objectId;
     // In use from here on: the cache never evicts it under us.
-    const entry = await this.entryOf(id, epoch);
+    const entry = await this.entryOf(id, epoch, op);
     if (entry === undefined) return STALE;
     try {
       const loaded = await this.loadState(op, entry);
@@ -215,7 +215,7 @@ export class OrderedApplier {
         continue;
       }
       const planned = await this.lock.run(op.objectId, async () => {
-        const entry = await this.entryOf(op.objectId, epoch);
+        const entry = await this.entryOf(op.objectId, epoch, op);
         if (entry === undefined) return STALE;
         try {
           const { state, crdt } = await this.loadState(op, entry);
@@ -282,7 +282,11 @@ export class OrderedApplier {
    * The cached planned state of `id` (loaded from storage on a miss), marked in use: the
    * caller must decrement `users` when done. `undefined` when an earlier write failed meanwhile.
    */
-  private async entryOf(id: string, epoch: number): Promise<CachedObject | undefined> {
+  private async entryOf(
+    id: string,
+    epoch: number,
+    op?: StoreOp,
+  ): Promise<CachedObject | undefined> {
     const cached = this.cache.get(id);
     if (cached !== undefined) {
       cached.users++;
@@ -290,7 +294,14 @@ export class OrderedApplier {
     }
     const metaKey = encodeMetadataKey(id);
     const eventKey = encodeEventConfigKey(id);
-    const [metaRaw, eventRaw] = await this.options.kv.getMany("objects", [metaKey, eventKey]);
+    // A miss reads the entries the operation names in the same multi-get (one round trip).
+    const needs = op === undefined ? undefined : stateNeeds(op);
+    const infos = needs === undefined || needs.allKeys ? [] : needs.keys.map((k) => keyInfo(id, k));
+    const [metaRaw, eventRaw, ...entryRaws] = await this.options.kv.getMany("objects", [
+      metaKey,
+      eventKey,
+      ...infos.map((i) => i.storageKey),
+    ]);
     const meta: ObjectMetaRecord | undefined =
       metaRaw === undefined ? undefined : decodeMeta(metaRaw, metaKey);
     let blob: ObjData | null | undefined;
@@ -306,6 +317,8 @@ export class OrderedApplier {
       pending: new Map(),
       last: undefined,
       users: 1,
+      prefetched:
+        infos.length === 0 ? undefined : new Map(infos.map((info, i) => [info.key, entryRaws[i]])),
     };
     this.cache.set(id, entry);
     return entry;
@@ -330,6 +343,9 @@ export class OrderedApplier {
     values: boolean,
   ): Promise<Map<string, OpValue | undefined>> {
     const out = new Map<string, OpValue | undefined>();
+    // Entries read with the metadata on a cache miss serve this (first) plan only.
+    const prefetched = entry.prefetched;
+    entry.prefetched = undefined;
     const live = entry.meta !== undefined && !entry.meta.tombstone;
     if (!live) return out;
     if (all) {
@@ -362,10 +378,13 @@ export class OrderedApplier {
     }
     if (missing.length === 0) return out;
     const infos = missing.map((k) => keyInfo(id, k));
-    const raw = await this.options.kv.getMany(
-      "objects",
-      infos.map((i) => i.storageKey),
-    );
+    const raw =
+      prefetched !== undefined && missing.every((k) => prefetched.has(k))
+        ? missing.map((k) => prefetched.get(k))
+        : await this.options.kv.getMany(
+            "objects",
+            infos.map((i) => i.storageKey),
+          );
     for (let i = 0; i < infos.length; i++) {
       const v = raw[i];
       if (v === undefined) continue;
