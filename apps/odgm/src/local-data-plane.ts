@@ -1,9 +1,10 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   isStoreError,
   type MutationResult,
   type StoredEntry as StoreEntry,
+  type StoreOp,
 } from "@oprc/entry-store";
 import { triggerDepthOf } from "@oprc/event-v2";
 import {
@@ -18,6 +19,8 @@ import {
   isDataPlaneError,
   type ListedEntry,
   type ListedObject,
+  type ObjectEvent,
+  ObjectEventSchema,
   ObjectInvocationRequestSchema,
   type ObjectRef,
   type PartitionRef,
@@ -25,13 +28,24 @@ import {
   type ShardStat,
   type StoredObject,
   type ValData,
-  ValDataSchema,
 } from "@oprc/grpc-api";
 import type { EntryKey } from "@oprc/oprc-id";
+import { replicasOf } from "./cluster/placement.js";
 import type { CollectionRegistry } from "./collections/collection-registry.js";
+import type { ReadConsistency } from "./config.js";
 import type { FunctionClientPool } from "./invoke/function-client-pool.js";
 import type { OdgmMetrics } from "./observability/metrics.js";
 import type { Shard, ShardManager } from "./shards/shard-manager.js";
+
+/** Request header choosing a read's consistency on raft shards (default `ODGM_READ_CONSISTENCY`). */
+export const READ_CONSISTENCY_HEADER = "odgm-read-consistency";
+
+/** An operation without the fields the plane fills in (object id, time). */
+type OpBody = StoreOp extends infer T
+  ? T extends unknown
+    ? Omit<T, "objectId" | "timestampMs">
+    : never
+  : never;
 
 /** Options of {@link createLocalDataPlane}. */
 export interface LocalDataPlaneOptions {
@@ -47,6 +61,10 @@ export interface LocalDataPlaneOptions {
   readonly stringIdsWriteOnly: boolean;
   /** Bound on one function invocation (`ODGM_INVOKE_TIMEOUT_MS`). */
   readonly invokeTimeoutMs: number;
+  /** Default read consistency of raft shards (`ODGM_READ_CONSISTENCY`). Default linearizable. */
+  readonly readConsistency?: ReadConsistency;
+  /** The address of a cluster member, for hints in errors. */
+  readonly addressOf?: (nodeId: number) => string | undefined;
 }
 
 /** Maps entry-store errors to the API's data-plane errors; other errors pass through. */
@@ -79,7 +97,6 @@ const keyOf = (key: string, numeric: boolean): EntryKey =>
   numeric ? { kind: "numeric", key, numeric: Number(key) } : { kind: "string", key };
 
 const entryValueOf = (v: ValData): EntryValue => ({ data: v.data, type: v.type });
-const valData = (v: EntryValue): ValData => create(ValDataSchema, { data: v.data, type: v.type });
 
 function storedEntry(e: StoreEntry): ListedEntry {
   return { key: keyOf(e.key, e.numeric), value: entryValueOf(e.value), version: e.version };
@@ -99,22 +116,37 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     if (!shards.hasCollection(ref.cls)) {
       throw new DataPlaneError("not_found", `collection ${JSON.stringify(ref.cls)} does not exist`);
     }
-    const count = options.registry.get(ref.cls)?.partitionCount ?? 0;
+    const spec = options.registry.get(ref.cls);
+    const count = spec?.partitionCount ?? 0;
+    if (spec !== undefined && ref.partition < count && spec.shardType === "raft") {
+      const replicas = replicasOf(spec)[ref.partition] ?? [];
+      throw new DataPlaneError(
+        "not_leader",
+        `partition ${ref.partition} of ${ref.cls} is replicated on nodes ${replicas.join(", ")}, not on this node`,
+        replicas[0] === undefined
+          ? {}
+          : { leaderHint: options.addressOf?.(replicas[0]) ?? String(replicas[0]) },
+      );
+    }
     throw new DataPlaneError(
       "not_found",
       `collection ${JSON.stringify(ref.cls)} has no partition ${ref.partition} (partitions 0..${count - 1})`,
     );
   };
 
-  /** Runs a mutation and counts its entry writes (events leave from the shard, in commit order). */
-  const mutate = async (
-    ref: ObjectRef,
-    run: (shard: Shard) => Promise<MutationResult>,
-  ): Promise<MutationResult> => {
+  /**
+   * Applies one operation to the object's shard — its entry store, or through its Raft
+   * group — and counts its entry writes (events leave from the shard, in commit order).
+   */
+  const mutate = async (ref: ObjectRef, op: OpBody): Promise<MutationResult> => {
     const shard = shardOf(ref);
+    const full = { ...op, objectId: ref.id.id, timestampMs: Date.now() } as StoreOp;
     let result: MutationResult;
     try {
-      result = await run(shard);
+      result =
+        shard.replica === undefined
+          ? await shard.store.apply(full)
+          : await shard.replica.mutate(full);
     } catch (err) {
       throw toPlaneError(err);
     }
@@ -129,9 +161,15 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     return result;
   };
 
-  const read = async <T>(ref: PartitionRef, run: (shard: Shard) => Promise<T>): Promise<T> => {
+  /** Runs a read once the shard's replica is as fresh as the call's consistency asks. */
+  const read = async <T>(
+    ref: PartitionRef,
+    call: DataPlaneCall | undefined,
+    run: (shard: Shard) => Promise<T>,
+  ): Promise<T> => {
     const shard = shardOf(ref);
     try {
+      if (shard.replica !== undefined) await shard.replica.readBarrier(consistencyOf(call));
       return await run(shard);
     } catch (err) {
       throw toPlaneError(err);
@@ -151,8 +189,21 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     return { version: obj.version, entries, event: obj.event };
   };
 
-  const entryMap = (entries: readonly EntryWrite[]): Map<string, ValData> =>
-    new Map(entries.map((e) => [e.key.key, valData(e.value)]));
+  const entryMap = (entries: readonly EntryWrite[]): Map<string, EntryValue> =>
+    new Map(entries.map((e) => [e.key.key, e.value]));
+
+  const eventBytes = (event: ObjectEvent | undefined): { event?: Uint8Array } =>
+    event === undefined ? {} : { event: toBinary(ObjectEventSchema, event) };
+
+  const consistencyOf = (call: DataPlaneCall | undefined): ReadConsistency => {
+    const asked = call?.headers.get(READ_CONSISTENCY_HEADER)?.trim().toLowerCase();
+    if (asked === undefined || asked === "") return options.readConsistency ?? "linearizable";
+    if (asked === "linearizable" || asked === "lease" || asked === "follower") return asked;
+    throw new DataPlaneError(
+      "invalid_argument",
+      `${READ_CONSISTENCY_HEADER} must be linearizable, lease or follower, got ${JSON.stringify(asked)}`,
+    );
+  };
 
   const invoke = async (
     ref: PartitionRef,
@@ -197,37 +248,35 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
       eventPipelineV2: options.eventPipeline,
     }),
 
-    getObject: (ref) => read(ref, (shard) => toObject(shard, ref.id.id)),
+    getObject: (ref, call) => read(ref, call, (shard) => toObject(shard, ref.id.id)),
 
     async deleteObject(ref) {
-      await mutate(ref, (shard) => shard.store.deleteObject(ref.id.id));
+      await mutate(ref, { kind: "delete_object" });
     },
 
     async setObject(ref, write) {
-      await mutate(ref, (shard) =>
-        shard.store.setObject(ref.id.id, {
-          entries: entryMap(write.entries),
-          ...(write.event === undefined ? {} : { event: write.event }),
-        }),
-      );
+      await mutate(ref, {
+        kind: "set_object",
+        entries: entryMap(write.entries),
+        ...eventBytes(write.event),
+      });
     },
 
-    async mergeObject(ref, write) {
-      await mutate(ref, (shard) =>
-        shard.store.mergeObject(ref.id.id, {
-          entries: entryMap(write.entries),
-          ...(write.event === undefined ? {} : { event: write.event }),
-        }),
-      );
-      const merged = await read(ref, (shard) => toObject(shard, ref.id.id));
+    async mergeObject(ref, write, call) {
+      await mutate(ref, {
+        kind: "merge_object",
+        entries: entryMap(write.entries),
+        ...eventBytes(write.event),
+      });
+      const merged = await read(ref, call, (shard) => toObject(shard, ref.id.id));
       if (merged === undefined)
         throw new DataPlaneError("not_found", "object vanished after merge");
       return merged;
     },
 
-    async getEntry(ref, key): Promise<EntryRead> {
+    async getEntry(ref, key, call): Promise<EntryRead> {
       const started = performance.now();
-      const got = await read(ref, (shard) => shard.store.getEntry(ref.id.id, key.key));
+      const got = await read(ref, call, (shard) => shard.store.getEntry(ref.id.id, key.key));
       metrics.entryReads.inc({ collection: ref.cls });
       metrics.entryGetLatencyMs.observe({ collection: ref.cls }, performance.now() - started);
       return {
@@ -237,28 +286,25 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     },
 
     async setEntry(ref, entry) {
-      await mutate(ref, (shard) =>
-        shard.store.setEntry(ref.id.id, entry.key.key, valData(entry.value)),
-      );
+      await mutate(ref, { kind: "set_entry", key: entry.key.key, value: entry.value });
     },
 
     async deleteEntry(ref, key) {
-      await mutate(ref, (shard) => shard.store.deleteEntry(ref.id.id, key.key));
+      await mutate(ref, { kind: "delete_entry", key: key.key });
     },
 
     async batchEntries(ref, batch) {
       metrics.batchSetSize.observe({ collection: ref.cls }, batch.set.length + batch.delete.length);
-      await mutate(ref, (shard) =>
-        shard.store.batch(
-          ref.id.id,
-          { set: entryMap(batch.set), delete: batch.delete.map((k) => k.key) },
-          batch.expectedVersion === undefined ? {} : { expectedVersion: batch.expectedVersion },
-        ),
-      );
+      await mutate(ref, {
+        kind: "batch",
+        sets: entryMap(batch.set),
+        deletes: batch.delete.map((k) => k.key),
+        ...(batch.expectedVersion === undefined ? {} : { expectedVersion: batch.expectedVersion }),
+      });
     },
 
-    async *listEntries(ref, query): AsyncIterable<ListedEntry> {
-      const page = await read(ref, (shard) =>
+    async *listEntries(ref, query, call): AsyncIterable<ListedEntry> {
+      const page = await read(ref, call, (shard) =>
         shard.store.listEntries(ref.id.id, {
           limit: query.limit,
           ...(query.keyPrefix === undefined ? {} : { prefix: query.keyPrefix }),
@@ -274,8 +320,8 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
       }
     },
 
-    async *listObjects(partition, query): AsyncIterable<ListedObject> {
-      const page = await read(partition, (shard) =>
+    async *listObjects(partition, query, call): AsyncIterable<ListedObject> {
+      const page = await read(partition, call, (shard) =>
         shard.store.listObjects({
           limit: query.limit,
           numericIdsOnly: options.stringIdsWriteOnly,

@@ -5,6 +5,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
 import {
+  ChangeMembershipRequest_Change,
   CreateCollectionRequestSchema,
   CreateCollectionResponseSchema,
   createDataServiceImpl,
@@ -12,12 +13,15 @@ import {
   createOdgmConnectRoutes,
   createOprcFunctionImpl,
   DataService,
+  isDataPlaneError,
   ListCollectionsResponseSchema,
   MaintenanceService,
   OprcFunction,
+  RaftService,
 } from "@oprc/grpc-api";
 import { createRestGateway } from "@oprc/rest-gateway";
 import { type Logger, pino } from "pino";
+import { type ClusterHooks, ClusterNode, type ClusterStatus } from "./cluster/cluster-node.js";
 import {
   type CollectionRegistry,
   openCollectionRegistry,
@@ -72,6 +76,55 @@ export interface OdgmNode {
   close(): Promise<void>;
 }
 
+const MEMBERSHIP_CHANGES: Record<string, ChangeMembershipRequest_Change> = {
+  add_learner: ChangeMembershipRequest_Change.ADD_LEARNER,
+  promote: ChangeMembershipRequest_Change.PROMOTE,
+  remove: ChangeMembershipRequest_Change.REMOVE,
+  transfer_leader: ChangeMembershipRequest_Change.TRANSFER_LEADER,
+};
+
+/** `/api/cluster`: members, and per local group its leader, indexes, followers' lag. */
+function clusterStatusJson(st: ClusterStatus): unknown {
+  return {
+    nodeId: st.nodeId,
+    members: st.members,
+    groups: st.groups.map((g) => ({
+      group: g.group,
+      role: g.role,
+      leader: g.lead,
+      term: g.term,
+      commitIndex: g.commit,
+      appliedIndex: g.applied,
+      firstIndex: g.firstIndex,
+      lastIndex: g.lastIndex,
+      lastSnapshotIndex: g.lastSnapshotIndex,
+      snapshotsSent: g.snapshotsSent,
+      snapshotsInstalled: g.snapshotsInstalled,
+      voters: g.confState.voters,
+      learners: g.confState.learners,
+      followers:
+        g.role === "leader"
+          ? [...g.match]
+              .filter(([id]) => id !== st.nodeId)
+              .map(([id, match]) => ({ id, match, lag: g.lastIndex - match }))
+          : [],
+    })),
+    transport: st.transport,
+  };
+}
+
+/** Cluster events as metrics. */
+function clusterMetricHooks(metrics: OdgmMetrics): ClusterHooks {
+  return {
+    onLeaderChange: (group) => metrics.raftLeaderChanges.inc({ group }),
+    onProposal: (group, outcome, ms) => {
+      metrics.raftProposals.inc({ group, outcome });
+      if (outcome !== "error") metrics.raftCommitLatencyMs.observe({ group }, ms);
+    },
+    onForwarded: (kind) => metrics.raftForwarded.inc({ kind }),
+  };
+}
+
 /** gRPC code and REST status/code of a refused collection spec. */
 function collectionStatus(err: OdgmError): { code: Code; http: 400 | 409 | 501; rest: string } {
   if (err.code === "collection_exists") {
@@ -123,25 +176,26 @@ export async function startOdgm(
   const engine = options.engine ?? (await openEngine(config));
   const functions = createFunctionClientPool({ maxMessageBytes: config.limits.maxMessageBytes });
   let shards: ShardManager | undefined;
+  let cluster: ClusterNode | undefined;
+  let closingCluster = false;
   try {
-    const registry = await openCollectionRegistry(await engine.openShard(NODE_SHARD));
-    for (const spec of config.collections) {
-      try {
-        await registry.create(spec);
-      } catch (err) {
-        throw new OdgmError("invalid_config", (err as Error).message, {
-          cause: err,
-          variable: "ODGM_COLLECTION",
-        });
-      }
-    }
-    if (registry.list().length === 0) {
-      await registry.create(
-        create(CreateCollectionRequestSchema, { name: DEFAULT_COLLECTION, partitionCount: 1 }),
-      );
-      logger.info({ collection: DEFAULT_COLLECTION }, "created the default collection");
-    }
+    const nodeShard = await engine.openShard(NODE_SHARD);
+    const registry = await openCollectionRegistry(nodeShard);
     const sink = createRouteTriggerSink(registry, functions);
+    let late: ShardManager | undefined;
+    cluster = await ClusterNode.start({
+      config: config.cluster,
+      storage: config.storage,
+      dataDir: config.dataDir,
+      nodeShard,
+      registry,
+      logger,
+      onCollection: async (spec) => {
+        await late?.addCollection(spec);
+      },
+      hooks: clusterMetricHooks(metrics),
+    });
+    const clusterNode = cluster;
     const manager = createShardManager({
       engine,
       sync: config.syncWrites,
@@ -153,9 +207,57 @@ export async function startOdgm(
       sink,
       metrics,
       onEventError: (err) => logger.error({ err }, "could not enqueue a mutation's event"),
+      replication: clusterNode,
     });
+    late = manager;
     shards = manager;
     for (const spec of registry.list()) await manager.addCollection(spec);
+    // Collections of ODGM_COLLECTION (and, on a new cluster without any, the default one)
+    // are created through the metadata group. A single node has its leader at once; a
+    // node of a larger cluster creates them once a quorum is up, in the background.
+    const createConfigured = async (): Promise<void> => {
+      for (const spec of config.collections) {
+        try {
+          await clusterNode.createCollection(spec);
+        } catch (err) {
+          if (isDataPlaneError(err)) throw err;
+          throw new OdgmError("invalid_config", (err as Error).message, {
+            cause: err,
+            variable: "ODGM_COLLECTION",
+          });
+        }
+      }
+      if (registry.list().length === 0 && config.cluster.state === "new") {
+        await clusterNode.createCollection(
+          create(CreateCollectionRequestSchema, { name: DEFAULT_COLLECTION, partitionCount: 1 }),
+        );
+        logger.info({ collection: DEFAULT_COLLECTION }, "created the default collection");
+      }
+    };
+    let configured = config.cluster.members.size === 1;
+    if (configured) await createConfigured();
+    else {
+      const retry = async (): Promise<void> => {
+        for (let attempt = 1; !closingCluster; attempt++) {
+          try {
+            await createConfigured();
+            configured = true;
+            return;
+          } catch (err) {
+            if (isOdgmError(err)) {
+              logger.error({ err }, "configured collections cannot be created");
+              return;
+            }
+            logger.info(
+              { err, attempt },
+              "waiting for the cluster to create the configured collections",
+            );
+            await new Promise((r) => setTimeout(r, Math.min(5000, 200 * attempt)));
+          }
+        }
+      };
+      void retry();
+    }
 
     const plane = createLocalDataPlane({
       shards: manager,
@@ -166,6 +268,8 @@ export async function startOdgm(
       eventPipeline: config.events.pipelineEnabled,
       stringIdsWriteOnly: config.features.stringIdsWriteOnly,
       invokeTimeoutMs: config.limits.invokeTimeoutMs,
+      readConsistency: config.cluster.readConsistency,
+      addressOf: (id) => clusterNode.addresses.get(id),
     });
     const health = createHealthService();
     let ready = true;
@@ -177,11 +281,8 @@ export async function startOdgm(
       onInternalError: (cause: unknown, info: { procedure: string }) =>
         logger.error({ err: cause, procedure: info.procedure }, "internal error"),
     };
-    const createCollection = async (input: Parameters<CollectionRegistry["create"]>[0]) => {
-      const { spec } = await registry.create(input);
-      await manager.addCollection(spec);
-      return spec;
-    };
+    const createCollection = (input: Parameters<CollectionRegistry["create"]>[0]) =>
+      clusterNode.createCollection(input);
     const routes = createOdgmConnectRoutes({
       plane,
       health,
@@ -206,6 +307,7 @@ export async function startOdgm(
     const allRoutes = (router: Parameters<typeof routes>[0]): void => {
       routes(router);
       router.service(MaintenanceService, maintenance);
+      router.service(RaftService, clusterNode.raftService());
     };
     // REST runs over the same handlers through an in-process Connect transport.
     const instrument = createRpcInstrument(metrics);
@@ -216,12 +318,22 @@ export async function startOdgm(
       functions: createClient(OprcFunction, local),
       ids: { maxLength: config.features.maxStringIdLen, unicode: config.features.unicodeIds },
       bodyLimit: config.limits.maxMessageBytes,
-      ready: () => ready,
+      ready: () => ready && configured && clusterNode.ready(),
       metrics: async () => {
         for (const s of manager.all()) {
           metrics.eventQueueLength.set(
             { collection: s.cls, partition: String(s.partition) },
             s.events?.queueLength ?? 0,
+          );
+        }
+        for (const st of clusterNode.status().groups) {
+          metrics.raftTerm.set({ group: st.group }, st.term);
+          metrics.raftLeader.set({ group: st.group }, st.role === "leader" ? 1 : 0);
+          metrics.raftApplyLag.set({ group: st.group }, st.commit - st.applied);
+          metrics.raftSnapshots.set({ group: st.group, direction: "sent" }, st.snapshotsSent);
+          metrics.raftSnapshots.set(
+            { group: st.group, direction: "installed" },
+            st.snapshotsInstalled,
           );
         }
         return metrics.registry.metrics();
@@ -239,6 +351,58 @@ export async function startOdgm(
         ),
       ),
     );
+    app.get("/api/cluster", (c) => c.json(clusterStatusJson(clusterNode.status())));
+    app.post("/api/cluster/members", async (c) => {
+      const body = (await c.req.json().catch(() => undefined)) as
+        | { id?: unknown; url?: unknown }
+        | undefined;
+      const id = Number(body?.id);
+      let url: URL | undefined;
+      try {
+        url = new URL(String(body?.url));
+      } catch {
+        url = undefined;
+      }
+      if (
+        !Number.isSafeInteger(id) ||
+        id < 1 ||
+        url === undefined ||
+        !/^https?:$/.test(url.protocol)
+      ) {
+        return c.json(
+          {
+            error: {
+              code: "invalid_argument",
+              message: 'expected {"id": <node id>, "url": "http://host:port"}',
+            },
+          },
+          400,
+        );
+      }
+      await clusterNode.setMember(id, url.origin);
+      return c.json(clusterStatusJson(clusterNode.status()));
+    });
+    app.post("/api/cluster/membership", async (c) => {
+      const body = (await c.req.json().catch(() => undefined)) as
+        | { group?: unknown; change?: unknown; nodeId?: unknown }
+        | undefined;
+      const change = MEMBERSHIP_CHANGES[String(body?.change)];
+      const nodeId = Number(body?.nodeId);
+      const group = body?.group === undefined ? "*" : String(body.group);
+      if (change === undefined || !Number.isSafeInteger(nodeId) || nodeId < 1) {
+        return c.json(
+          {
+            error: {
+              code: "invalid_argument",
+              message: `expected {"group": "<id>"|"*", "change": ${Object.keys(MEMBERSHIP_CHANGES).join("|")}, "nodeId": <id>}`,
+            },
+          },
+          400,
+        );
+      }
+      const result = await clusterNode.changeMembership(group, change, nodeId);
+      return c.json({ groups: Object.fromEntries(result) });
+    });
     app.post("/api/collections", async (c) => {
       let spec: ReturnType<typeof fromJson<typeof CreateCollectionRequestSchema>>;
       try {
@@ -332,6 +496,8 @@ export async function startOdgm(
           health.shutdown();
           const grace = config.limits.shutdownTimeoutMs;
           await server.close(grace);
+          closingCluster = true;
+          await clusterNode.close();
           stopSampling.abort();
           await sampling;
           const reports = await manager.close(AbortSignal.timeout(Math.max(grace, 1)));
@@ -345,6 +511,8 @@ export async function startOdgm(
       },
     };
   } catch (err) {
+    closingCluster = true;
+    await cluster?.close().catch(() => {});
     await shards?.close(AbortSignal.timeout(1)).catch(() => {});
     functions.close();
     await engine.close().catch(() => {});

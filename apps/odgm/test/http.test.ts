@@ -102,7 +102,7 @@ describe("collections", () => {
     expect(JSON.parse(get.stdout)).toMatchObject({ value: { total: 3 } });
   });
 
-  it("refuses bad, conflicting and raft collections with fitting statuses", async () => {
+  it("refuses bad and conflicting collections with fitting statuses; raft ones are served", async () => {
     const post = (body: unknown) =>
       fetch(`${n.node.url}/api/collections`, {
         method: "POST",
@@ -112,21 +112,34 @@ describe("collections", () => {
     expect((await post({ name: "orders", partitionCount: 4 })).status).toBe(201); // same spec: no-op
     expect((await post({ name: "orders", partitionCount: 2 })).status).toBe(409);
     expect((await post({ name: "bad/name" })).status).toBe(400);
-    expect((await post({ name: "r", shardType: "raft" })).status).toBe(501);
+    expect((await post({ name: "r", shardType: "raft" })).status).toBe(201);
+    // More replicas than the one-member cluster has, or replicas of a basic shard: refused.
+    expect((await post({ name: "r3", shardType: "raft", replicaCount: 3 })).status).toBe(400);
+    expect((await post({ name: "b3", replicaCount: 3 })).status).toBe(400);
     expect((await post({ name: "x", partitionCount: "many" })).status).toBe(400);
     // gRPC CollectionService over h2c, same registry.
     const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: n.node.url }));
     await admin.createCollection({ name: "users" });
     const listed = await admin.listCollections({});
-    expect(listed.collections.map((c) => c.name)).toEqual(["default", "orders", "users"]);
+    expect(listed.collections.map((c) => c.name)).toEqual(["default", "orders", "r", "users"]);
     const err = await admin
       .createCollection({ name: "users", partitionCount: 3 })
       .catch((e: unknown) => e);
     expect(ConnectError.from(err).code).toBe(Code.AlreadyExists);
     const raft = await admin
-      .createCollection({ name: "r", shardType: "raft" })
+      .createCollection({ name: "r3", shardType: "raft", replicaCount: 3 })
       .catch((e: unknown) => e);
-    expect(ConnectError.from(raft).code).toBe(Code.Unimplemented);
+    expect(ConnectError.from(raft).code).toBe(Code.InvalidArgument);
+    // A one-replica raft collection serves reads and writes through its group.
+    const data = createClient(DataService, createGrpcTransport({ baseUrl: n.node.url }));
+    await data.setValue({
+      clsId: "r",
+      objectIdStr: "o",
+      keyStr: "k",
+      value: { data: new Uint8Array([1]) },
+    });
+    const got = await data.getValue({ clsId: "r", objectIdStr: "o", keyStr: "k" });
+    expect(got.objectVersion).toBe(1n);
   });
 
   it("unknown collection or partition → 404 over REST, NOT_FOUND over gRPC", async () => {

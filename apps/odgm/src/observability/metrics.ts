@@ -23,6 +23,22 @@ export interface OdgmMetrics {
   readonly triggerDepthExceeded: Counter<"collection">;
   readonly triggersFired: Counter<"collection" | "kind">;
   readonly invocations: Counter<"kind" | "status">;
+  /** Raft: current term of each local group (sampled at scrape). */
+  readonly raftTerm: Gauge<"group">;
+  /** Raft: 1 while this node leads the group. */
+  readonly raftLeader: Gauge<"group">;
+  /** Raft: leader changes seen by this node. */
+  readonly raftLeaderChanges: Counter<"group">;
+  /** Raft: proposals by outcome (`ok` led here, `forwarded`, `error`). */
+  readonly raftProposals: Counter<"group" | "outcome">;
+  /** Raft: time from proposal to applied result, ms. */
+  readonly raftCommitLatencyMs: Histogram<"group">;
+  /** Raft: committed entries not applied yet on this node. */
+  readonly raftApplyLag: Gauge<"group">;
+  /** Raft: snapshots sent (chunks) and installed by this node. */
+  readonly raftSnapshots: Gauge<"group" | "direction">;
+  /** Requests this node passed to another node (proposals to a leader, reads through ReadIndex). */
+  readonly raftForwarded: Counter<"kind">;
 }
 
 /**
@@ -133,5 +149,29 @@ export function createOdgmMetrics(): OdgmMetrics {
       "kind",
       "status",
     ]),
+    raftTerm: g("odgm_raft_term", "Current Raft term of a local group.", ["group"]),
+    raftLeader: g("odgm_raft_is_leader", "1 while this node leads the group.", ["group"]),
+    raftLeaderChanges: c("odgm_raft_leader_changes_total", "Leader changes seen by this node.", [
+      "group",
+    ]),
+    raftProposals: c("odgm_raft_proposals_total", "Proposals by outcome.", ["group", "outcome"]),
+    raftCommitLatencyMs: h(
+      "odgm_raft_commit_latency_ms",
+      "Time from proposal to applied result in milliseconds.",
+      ["group"],
+      latency,
+    ),
+    raftApplyLag: g("odgm_raft_apply_lag", "Committed entries not yet applied on this node.", [
+      "group",
+    ]),
+    raftSnapshots: g("odgm_raft_snapshots", "Snapshot chunks sent and snapshots installed.", [
+      "group",
+      "direction",
+    ]),
+    raftForwarded: c(
+      "odgm_raft_forwarded_total",
+      "Requests passed to another node: proposals to the leader, reads confirmed by it.",
+      ["kind"],
+    ),
   };
 }
