@@ -37,6 +37,7 @@ export type {
   ObjectMutationBase,
   OdgmOp,
   SetEntryOp,
+  SetEventConfigOp,
   SetObjectOp,
   ValData,
 } from "./codec/odgm-op.js";

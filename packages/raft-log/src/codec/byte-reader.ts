@@ -71,6 +71,40 @@ export class ByteReader {
     return value;
   }
 
+  /**
+   * A minimal unsigned LEB128 varint of a u64 (at most 10 bytes), as a bigint.
+   * @throws CodecError `truncated`, `bad_varint` (too long or above 2^64-1),
+   * `non_minimal_varint`.
+   */
+  varint64(): bigint {
+    const start = this.pos;
+    let value = 0n;
+    let shift = 0n;
+    for (let i = 0; ; i++) {
+      if (i >= 10)
+        throw new CodecError("bad_varint", "varint longer than 10 bytes", { offset: start });
+      const b = this.input[this.pos];
+      if (b === undefined) {
+        throw new CodecError("truncated", "varint runs past the end", { offset: start });
+      }
+      this.pos++;
+      value |= BigInt(b & 0x7f) << shift;
+      if ((b & 0x80) === 0) {
+        if (b === 0 && i > 0) {
+          throw new CodecError("non_minimal_varint", "varint has a redundant zero group", {
+            offset: start,
+          });
+        }
+        break;
+      }
+      shift += 7n;
+    }
+    if (value > 0xffff_ffff_ffff_ffffn) {
+      throw new CodecError("bad_varint", `varint ${value} exceeds 2^64-1`, { offset: start });
+    }
+    return value;
+  }
+
   /** `n` raw bytes (a view, not a copy). @throws CodecError `truncated` */
   raw(n: number): Uint8Array {
     if (n > this.remaining) {

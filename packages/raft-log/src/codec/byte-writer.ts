@@ -49,6 +49,19 @@ export class ByteWriter {
    * A minimal unsigned LEB128 varint of a safe integer (at most 8 bytes).
    * @throws CodecError `invalid_value` for negatives, fractions and unsafe integers.
    */
+  /** A minimal unsigned LEB128 varint of a u64 given as a bigint (at most 10 bytes). */
+  varint64(value: bigint): this {
+    if (typeof value !== "bigint" || value < 0n || value > 0xffff_ffff_ffff_ffffn) {
+      throw new CodecError("invalid_value", `varint64 needs a u64 bigint: ${String(value)}`);
+    }
+    let v = value;
+    while (v >= 0x80n) {
+      this.u8(Number(v & 0x7fn) | 0x80);
+      v >>= 7n;
+    }
+    return this.u8(Number(v));
+  }
+
   varint(value: number): this {
     if (!Number.isSafeInteger(value) || value < 0) {
       throw new CodecError("invalid_value", `varint needs a non-negative safe integer: ${value}`);

@@ -42,7 +42,7 @@ const GOLDEN: [string, OdgmOp, string][] = [
         ["1", val([])],
       ]),
       deletes: ["a"],
-      expectedVersion: 3,
+      expectedVersion: 3n,
     },
     "01 03  01 63  01  01 01 78  0a  01 03  02  00 00000001 00 00  01 01 62 00 01 01  01  01 01 61",
   ],
@@ -75,6 +75,51 @@ const GOLDEN: [string, OdgmOp, string][] = [
     "delete_object",
     { kind: "delete_object", cls: "c", partition: 2, objectId: "é", timestampMs: 1 },
     "01 06  01 63  02  01 02 c3a9  01  00",
+  ],
+  [
+    "set_entry with CAS (u64 expected version, 10-byte varint)",
+    {
+      kind: "set_entry",
+      cls: "c",
+      partition: 0,
+      objectId: "x",
+      timestampMs: 0,
+      key: "k",
+      value: val([]),
+      expectedVersion: 18_446_744_073_709_551_615n,
+    },
+    "01 01  01 63  00  01 01 78  00  01 ffffffffffffffffff01  01 01 6b  00 00",
+  ],
+  [
+    "merge_object with an event config and CAS",
+    {
+      kind: "merge_object",
+      cls: "c",
+      partition: 0,
+      objectId: "x",
+      timestampMs: 0,
+      entries: new Map(),
+      event: new Uint8Array([0xee]),
+      expectedVersion: 0n,
+    },
+    "01 05  01 63  00  01 01 78  00  03 00 01 ee  00",
+  ],
+  [
+    "set_event_config without an event (removes it)",
+    { kind: "set_event_config", cls: "c", partition: 0, objectId: "x", timestampMs: 0 },
+    "01 08  01 63  00  01 01 78  00  00",
+  ],
+  [
+    "set_event_config with an event",
+    {
+      kind: "set_event_config",
+      cls: "c",
+      partition: 0,
+      objectId: "x",
+      timestampMs: 0,
+      event: new Uint8Array([1, 2]),
+    },
+    "01 08  01 63  00  01 01 78  00  02 02 0102",
   ],
   [
     "convert_legacy",
@@ -139,7 +184,7 @@ describe("ODGM op codec: encoder rejects values without a canonical form", () =>
     ["fractional timestamp", { kind: "delete_object", ...base, timestampMs: 1.5 }, "invalid_value"],
     [
       "unsafe expected version",
-      { kind: "batch", ...base, sets: new Map(), deletes: [], expectedVersion: 2 ** 53 },
+      { kind: "batch", ...base, sets: new Map(), deletes: [], expectedVersion: 2n ** 64n },
       "invalid_value",
     ],
     [
@@ -172,7 +217,7 @@ describe("ODGM op codec: decoder rejects every non-canonical or unknown form", (
     ["empty input", "", "truncated"],
     ["unknown version", "02 00", "unknown_version"],
     ["version 0", "00 00", "unknown_version"],
-    ["unknown tag", "01 08", "unknown_tag"],
+    ["unknown tag", "01 09", "unknown_tag"],
     ["trailing byte after noop", "01 00 00", "trailing_bytes"],
     ["trailing byte after op", "01 06 01 63 02 01 02 c3a9 01 00 ff", "trailing_bytes"],
     ["truncated id", "01 06 01 63 02 01 05 61", "truncated"],
@@ -195,8 +240,15 @@ describe("ODGM op codec: decoder rejects every non-canonical or unknown form", (
     ["invalid UTF-8 in id", "01 06 01 63 00 01 01 ff 00 00", "invalid_utf8"],
     ["overlong UTF-8", "01 06 01 63 00 01 02 c0af 00 00", "invalid_utf8"],
     ["invalid UTF-8 in cls", "01 06 01 80 00 01 01 78 00 00", "invalid_utf8"],
-    ["unknown flag bit", "01 06 01 63 00 01 01 78 00 01", "unknown_flags"],
-    ["version flag on set_object", "01 04 01 63 00 01 01 78 00 01 00 00", "unknown_flags"],
+    ["unknown flag bit", "01 06 01 63 00 01 01 78 00 04", "unknown_flags"],
+    ["event flag on delete_entry", "01 02 01 63 00 01 01 78 00 02 01 01 6b", "unknown_flags"],
+    ["version flag on convert_legacy", "01 07 01 63 00 00 01 30 00 01 00", "unknown_flags"],
+    ["non-minimal expected version", "01 06 01 63 00 01 01 78 00 01 80 00", "non_minimal_varint"],
+    [
+      "expected version past 2^64-1",
+      "01 06 01 63 00 01 01 78 00 01 ffffffffffffffffff02",
+      "bad_varint",
+    ],
     ["flags on set_entry", "01 01 01 63 00 01 01 78 00 80 01 01 6b 00 00", "unknown_flags"],
     ["version field with its flag absent", "01 03 01 63 00 01 01 78 00 00 03 00 00", "truncated"],
     ["unknown key variant", "01 02 01 63 00 01 01 78 00 00 02 01 6b", "unknown_tag"],
@@ -264,12 +316,17 @@ const valData: fc.Arbitrary<ValData> = fc.record({
 const entryMap = fc
   .uniqueArray(fc.tuple(entryKey, valData), { selector: ([k]) => k, maxLength: 6 })
   .map((pairs) => new Map(pairs));
-const mutationBase = fc.record({
+const plainBase = fc.record({
   cls: fc.string({ unit: "binary", maxLength: 8 }),
   partition: fc.nat({ max: 4294967295 }),
   objectId: idString,
   timestampMs: fc.oneof(fc.nat(), fc.maxSafeNat()),
 });
+/** A mutation's common fields, with a compare-and-swap version half of the time. */
+const mutationBase = fc
+  .tuple(plainBase, fc.option(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), { nil: undefined }))
+  .map(([b, expectedVersion]) => (expectedVersion === undefined ? b : { ...b, expectedVersion }));
+const eventBytes = fc.option(fc.uint8Array({ maxLength: 8 }), { nil: undefined });
 const numericId = fc.bigInt({ min: 0n, max: 18_446_744_073_709_551_615n }).map(String);
 
 const odgmOp: fc.Arbitrary<OdgmOp> = fc.oneof(
@@ -285,29 +342,34 @@ const odgmOp: fc.Arbitrary<OdgmOp> = fc.oneof(
         selector: ([k]) => k,
         maxLength: 8,
       }),
-      fc.option(fc.maxSafeNat(), { nil: undefined }),
     )
-    .map(([b, items, expectedVersion]): OdgmOp => {
+    .map(([b, items]): OdgmOp => {
       const sets = new Map(items.filter(([, del]) => !del).map(([k, , v]) => [k, v] as const));
       const deletes = items.filter(([, del]) => del).map(([k]) => k);
-      return expectedVersion === undefined
-        ? { kind: "batch", ...b, sets, deletes }
-        : { kind: "batch", ...b, sets, deletes, expectedVersion };
+      return { kind: "batch", ...b, sets, deletes };
     }),
   fc
-    .tuple(mutationBase, entryMap, fc.option(fc.uint8Array({ maxLength: 8 }), { nil: undefined }))
+    .tuple(
+      mutationBase,
+      entryMap,
+      eventBytes,
+      fc.constantFrom("set_object" as const, "merge_object" as const),
+    )
     .map(
-      ([b, entries, event]): OdgmOp =>
-        event === undefined
-          ? { kind: "set_object", ...b, entries }
-          : { kind: "set_object", ...b, entries, event },
+      ([b, entries, event, kind]): OdgmOp =>
+        event === undefined ? { kind, ...b, entries } : { kind, ...b, entries, event },
     ),
   fc
-    .tuple(mutationBase, entryMap)
-    .map(([b, entries]): OdgmOp => ({ kind: "merge_object", ...b, entries })),
+    .tuple(mutationBase, eventBytes)
+    .map(
+      ([b, event]): OdgmOp =>
+        event === undefined
+          ? { kind: "set_event_config", ...b }
+          : { kind: "set_event_config", ...b, event },
+    ),
   mutationBase.map((b): OdgmOp => ({ kind: "delete_object", ...b })),
   fc
-    .tuple(mutationBase, numericId)
+    .tuple(plainBase, numericId)
     .map(([b, objectId]): OdgmOp => ({ kind: "convert_legacy", ...b, objectId })),
 );
 
@@ -370,7 +432,7 @@ describe("ODGM op codec: properties", () => {
           fc.uint8Array({ maxLength: 40 }),
           // Bias towards a valid header so the fuzz reaches the operation bodies.
           fc
-            .tuple(fc.nat({ max: 8 }), fc.uint8Array({ maxLength: 40 }))
+            .tuple(fc.nat({ max: 9 }), fc.uint8Array({ maxLength: 40 }))
             .map(([tag, rest]) => Uint8Array.from([1, tag, ...rest])),
         ),
         decodeIsCanonicalOrRejects,

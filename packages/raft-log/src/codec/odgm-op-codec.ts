@@ -1,3 +1,4 @@
+import { isCanonicalU32, isCanonicalU64 } from "@oprc/oprc-id";
 import { ByteReader } from "./byte-reader.js";
 import { ByteWriter, encodeUtf8 } from "./byte-writer.js";
 import { CodecError } from "./codec-error.js";
@@ -15,6 +16,7 @@ const TAGS = {
   merge_object: 0x05,
   delete_object: 0x06,
   convert_legacy: 0x07,
+  set_event_config: 0x08,
 } as const satisfies Record<OdgmOp["kind"], number>;
 
 const KIND_BY_TAG: readonly OdgmOp["kind"][] = [
@@ -26,39 +28,33 @@ const KIND_BY_TAG: readonly OdgmOp["kind"][] = [
   "merge_object",
   "delete_object",
   "convert_legacy",
+  "set_event_config",
 ];
 
-/** `batch`: an expected object version follows the flags. */
+/** An expected object version (u64 varint) follows the flags (any mutation but conversion). */
 const FLAG_EXPECTED_VERSION = 0x01;
-/** `set_object`: an event configuration follows the flags. */
+/** `set_object`, `merge_object`, `set_event_config`: an event configuration follows. */
 const FLAG_EVENT = 0x02;
 
 const ALLOWED_FLAGS: Readonly<Record<OdgmOp["kind"], number>> = {
   noop: 0,
-  set_entry: 0,
-  delete_entry: 0,
+  set_entry: FLAG_EXPECTED_VERSION,
+  delete_entry: FLAG_EXPECTED_VERSION,
   batch: FLAG_EXPECTED_VERSION,
-  set_object: FLAG_EVENT,
-  merge_object: 0,
-  delete_object: 0,
+  set_object: FLAG_EXPECTED_VERSION | FLAG_EVENT,
+  merge_object: FLAG_EXPECTED_VERSION | FLAG_EVENT,
+  delete_object: FLAG_EXPECTED_VERSION,
+  set_event_config: FLAG_EXPECTED_VERSION | FLAG_EVENT,
   convert_legacy: 0,
 };
 
 const VARIANT_NUMERIC = 0;
 const VARIANT_STRING = 1;
 const U32_MAX = 0xffff_ffff;
-const U64_MAX = 18_446_744_073_709_551_615n;
-
-/** True when `s` is the canonical decimal form of a u64 (`0` or no leading zero). */
-function isCanonicalU64(s: string): boolean {
-  return /^(?:0|[1-9][0-9]{0,19})$/.test(s) && BigInt(s) <= U64_MAX;
-}
 
 /** The u32 a canonical-decimal entry key names, or -1 for a string key. */
 function numericKey(s: string): number {
-  if (!/^(?:0|[1-9][0-9]{0,9})$/.test(s)) return -1;
-  const n = Number(s);
-  return n <= U32_MAX ? n : -1;
+  return isCanonicalU32(s) ? Number(s) : -1;
 }
 
 function checkId(what: string, s: string): void {
@@ -117,6 +113,21 @@ function writeEntries(w: ByteWriter, entries: ReadonlyMap<string, ValData>): voi
   }
 }
 
+/** Writes the flags byte and the optional fields it announces (expected version, event). */
+function writeFlags(w: ByteWriter, op: ObjectMutationBase, event?: Uint8Array): void {
+  let flags = 0;
+  if (op.expectedVersion !== undefined) flags |= FLAG_EXPECTED_VERSION;
+  if (event !== undefined) flags |= FLAG_EVENT;
+  w.u8(flags);
+  if (op.expectedVersion !== undefined) w.varint64(op.expectedVersion);
+  if (event !== undefined) {
+    if (!(event instanceof Uint8Array)) {
+      throw new CodecError("invalid_value", "event must be an encoded ObjectEvent (bytes)");
+    }
+    w.bytes(event);
+  }
+}
+
 function writeBase(w: ByteWriter, op: ObjectMutationBase): void {
   if (!Number.isInteger(op.partition) || op.partition < 0 || op.partition > U32_MAX) {
     throw new CodecError("invalid_value", `partition must be a u32: ${op.partition}`);
@@ -161,12 +172,14 @@ export function encodeOdgmOp(op: OdgmOp): Uint8Array {
       break;
     case "set_entry":
       writeBase(w, op);
-      w.u8(0).raw(encodeKey(op.key));
+      writeFlags(w, op);
+      w.raw(encodeKey(op.key));
       writeValue(w, op.value);
       break;
     case "delete_entry":
       writeBase(w, op);
-      w.u8(0).raw(encodeKey(op.key));
+      writeFlags(w, op);
+      w.raw(encodeKey(op.key));
       break;
     case "batch": {
       writeBase(w, op);
@@ -178,8 +191,7 @@ export function encodeOdgmOp(op: OdgmOp): Uint8Array {
           throw new CodecError("duplicate_key", `key ${JSON.stringify(k)} is set and deleted`);
         }
       }
-      if (op.expectedVersion === undefined) w.u8(0);
-      else w.u8(FLAG_EXPECTED_VERSION).varint(op.expectedVersion);
+      writeFlags(w, op);
       w.varint(sets.length);
       for (const [k, , v] of sets) {
         w.raw(k);
@@ -190,23 +202,25 @@ export function encodeOdgmOp(op: OdgmOp): Uint8Array {
       break;
     }
     case "set_object":
-      writeBase(w, op);
-      if (op.event === undefined) w.u8(0);
-      else w.u8(FLAG_EVENT).bytes(op.event);
-      writeEntries(w, op.entries);
-      break;
     case "merge_object":
       writeBase(w, op);
-      w.u8(0);
+      writeFlags(w, op, op.event);
       writeEntries(w, op.entries);
+      break;
+    case "set_event_config":
+      writeBase(w, op);
+      writeFlags(w, op, op.event);
       break;
     case "delete_object":
       writeBase(w, op);
-      w.u8(0);
+      writeFlags(w, op);
       break;
     case "convert_legacy":
       if (!isCanonicalU64(op.objectId)) {
         throw new CodecError("invalid_value", "convert_legacy needs a numeric object id");
+      }
+      if (op.expectedVersion !== undefined) {
+        throw new CodecError("invalid_value", "convert_legacy takes no expected version");
       }
       writeBase(w, op);
       w.u8(0);
@@ -321,8 +335,17 @@ export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
     );
   }
   const timestampMs = r.varint();
-  const base = { cls, partition, objectId, timestampMs };
   const flags = readFlags(r, kind);
+  const expectedVersion = flags & FLAG_EXPECTED_VERSION ? r.varint64() : undefined;
+  const event = flags & FLAG_EVENT ? new Uint8Array(r.bytes()) : undefined;
+  const base = {
+    cls,
+    partition,
+    objectId,
+    timestampMs,
+    ...(expectedVersion === undefined ? {} : { expectedVersion }),
+  };
+  const withEvent = event === undefined ? {} : { event };
   let op: OdgmOp;
   switch (kind) {
     case "set_entry": {
@@ -334,7 +357,6 @@ export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
       op = { kind, ...base, key: readKey(r)[0] };
       break;
     case "batch": {
-      const expectedVersion = flags & FLAG_EXPECTED_VERSION ? r.varint() : undefined;
       const sets = readKeyed(r, () => readValue(r));
       const at = r.pos;
       const deletes = [...readKeyed(r, () => null).keys()];
@@ -343,20 +365,15 @@ export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
           throw new CodecError("duplicate_key", `key ${k} is set and deleted`, { offset: at });
         }
       }
-      op =
-        expectedVersion === undefined
-          ? { kind, ...base, sets, deletes }
-          : { kind, ...base, sets, deletes, expectedVersion };
+      op = { kind, ...base, sets, deletes };
       break;
     }
-    case "set_object": {
-      const event = flags & FLAG_EVENT ? new Uint8Array(r.bytes()) : undefined;
-      const entries = readKeyed(r, () => readValue(r));
-      op = event === undefined ? { kind, ...base, entries } : { kind, ...base, entries, event };
-      break;
-    }
+    case "set_object":
     case "merge_object":
-      op = { kind, ...base, entries: readKeyed(r, () => readValue(r)) };
+      op = { kind, ...base, entries: readKeyed(r, () => readValue(r)), ...withEvent };
+      break;
+    case "set_event_config":
+      op = { kind, ...base, ...withEvent };
       break;
     case "delete_object":
       op = { kind, ...base };

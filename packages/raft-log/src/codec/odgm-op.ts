@@ -28,6 +28,11 @@ export interface ObjectMutationBase {
    * the entry so that every replica writes the same `updated` time.
    */
   readonly timestampMs: number;
+  /**
+   * Compare-and-swap: apply only when the object's version equals this (a missing object
+   * is 0). Allowed on every object mutation except `convert_legacy`.
+   */
+  readonly expectedVersion?: bigint;
 }
 
 /** Sets one entry (upsert). */
@@ -51,8 +56,6 @@ export interface BatchOp extends ObjectMutationBase {
   readonly sets: ReadonlyMap<string, ValData>;
   /** Keys to delete (no duplicates; the encoder sorts them). */
   readonly deletes: readonly string[];
-  /** Apply only when the object's version equals this (a missing object is 0). */
-  readonly expectedVersion?: number;
 }
 
 /** Replaces an object: listed entries are written, all others removed. */
@@ -66,10 +69,19 @@ export interface SetObjectOp extends ObjectMutationBase {
   readonly event?: Uint8Array;
 }
 
-/** Upserts the listed entries, keeps the rest. */
+/** Upserts the listed entries, keeps the rest (two CRDT map values merge). */
 export interface MergeObjectOp extends ObjectMutationBase {
   readonly kind: "merge_object";
   readonly entries: ReadonlyMap<string, ValData>;
+  /** An encoded `ObjectEvent` replacing the event configuration; absent = keep it. */
+  readonly event?: Uint8Array;
+}
+
+/** Replaces (or, without `event`, removes) the object's event configuration. */
+export interface SetEventConfigOp extends ObjectMutationBase {
+  readonly kind: "set_event_config";
+  /** An encoded `ObjectEvent`; absent removes the configuration. */
+  readonly event?: Uint8Array;
 }
 
 /** Deletes an object (entries and event config; metadata becomes a tombstone). */
@@ -96,4 +108,5 @@ export type OdgmOp =
   | SetObjectOp
   | MergeObjectOp
   | DeleteObjectOp
+  | SetEventConfigOp
   | ConvertLegacyOp;

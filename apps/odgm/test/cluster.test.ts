@@ -1,0 +1,150 @@
+// Three real odgm processes on loopback: replicated collections, any node answering any
+// request, CAS races across nodes, and a restart of the whole cluster.
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { CollectionService, DataService } from "@oprc/grpc-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startCluster, type TestCluster } from "./fixtures/cluster.js";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+let cluster: TestCluster;
+
+const data = (id: number) =>
+  createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
+const admin = (id: number) =>
+  createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(id) }));
+
+/** Retries `fn` while the cluster settles (leader elections after start or restart). */
+async function eventually<T>(fn: () => Promise<T>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  await cluster.waitReady();
+}, 120_000);
+afterAll(async () => {
+  await cluster?.close();
+});
+
+describe("a three-node cluster", () => {
+  it("creates a collection on one node and every node serves it", async () => {
+    await eventually(() =>
+      admin(2).createCollection({
+        name: "kv",
+        partitionCount: 2,
+        shardType: "raft",
+        replicaCount: 3,
+      }),
+    );
+    for (const id of cluster.ids) {
+      const listed = await eventually(async () => {
+        const l = await admin(id).listCollections({});
+        if (!l.collections.some((c) => c.name === "kv")) throw new Error("not yet");
+        return l;
+      });
+      const kv = listed.collections.find((c) => c.name === "kv");
+      expect(kv?.shardType).toBe("raft");
+      expect(kv?.shardAssignments).toHaveLength(2);
+    }
+    await cluster.waitReady();
+  });
+
+  it("a write on any node is readable, linearizably, from every node", async () => {
+    for (const writer of cluster.ids) {
+      await eventually(() =>
+        data(writer).setValue({
+          clsId: "kv",
+          partitionId: writer % 2,
+          objectIdStr: `obj-${writer}`,
+          keyStr: "who",
+          value: { data: enc.encode(`node ${writer}`) },
+        }),
+      );
+      for (const reader of cluster.ids) {
+        const got = await data(reader).getValue({
+          clsId: "kv",
+          partitionId: writer % 2,
+          objectIdStr: `obj-${writer}`,
+          keyStr: "who",
+        });
+        expect(dec.decode(got.value?.data), `read on node ${reader}`).toBe(`node ${writer}`);
+        expect(got.objectVersion).toBe(1n);
+      }
+    }
+  });
+
+  it("CAS races across nodes have exactly one winner", async () => {
+    await data(1).setValue({
+      clsId: "kv",
+      objectIdStr: "race",
+      keyStr: "k",
+      value: { data: enc.encode("0") },
+    });
+    for (let round = 1; round <= 5; round++) {
+      const outcomes = await Promise.all(
+        cluster.ids.map((id) =>
+          data(id)
+            .batchSetValues({
+              clsId: "kv",
+              objectIdStr: "race",
+              values: { k: { data: enc.encode(`${round}:${id}`) } },
+              expectedObjectVersion: BigInt(round),
+            })
+            .then(
+              () => "ok",
+              (err: unknown) => ConnectError.from(err).code,
+            ),
+        ),
+      );
+      expect(
+        outcomes.filter((o) => o === "ok"),
+        `round ${round}: ${outcomes}`,
+      ).toHaveLength(1);
+      expect(outcomes.filter((o) => o !== "ok").every((o) => o === Code.Aborted)).toBe(true);
+    }
+    const got = await data(3).getValue({ clsId: "kv", objectIdStr: "race", keyStr: "k" });
+    expect(got.objectVersion).toBe(6n);
+  });
+
+  it("reports members, leaders and indexes on /api/cluster", async () => {
+    const status = (await (await fetch(`${cluster.url(1)}/api/cluster`)).json()) as {
+      members: { id: number }[];
+      groups: { group: string; leader: number; term: number; voters: number[] }[];
+    };
+    expect(status.members.map((m) => m.id)).toEqual([1, 2, 3]);
+    expect(status.groups.map((g) => g.group)).toEqual(["kv/0", "kv/1", "meta"]);
+    for (const g of status.groups) {
+      expect(g.leader).toBeGreaterThan(0);
+      expect(g.voters).toEqual([1, 2, 3]);
+    }
+  });
+
+  it("keeps everything across a restart of the whole cluster", async () => {
+    for (const id of cluster.ids) await cluster.stop(id);
+    await Promise.all(cluster.ids.map((id) => cluster.start(id)));
+    await cluster.waitReady();
+    for (const reader of cluster.ids) {
+      const got = await eventually(() =>
+        data(reader).getValue({ clsId: "kv", objectIdStr: "race", keyStr: "k" }),
+      );
+      expect(got.objectVersion).toBe(6n);
+      const o2 = await data(reader).getValue({
+        clsId: "kv",
+        partitionId: 0,
+        objectIdStr: "obj-2",
+        keyStr: "who",
+      });
+      expect(dec.decode(o2.value?.data)).toBe("node 2");
+    }
+  });
+});
