@@ -1,0 +1,7 @@
+export type {
+  FaultProxy,
+  FaultProxyOptions,
+  FaultProxyStats,
+  ProxiedNode,
+} from "./fault-proxy.js";
+export { createFaultProxy } from "./fault-proxy.js";
