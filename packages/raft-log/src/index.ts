@@ -1,32 +1,8 @@
-// @oprc/raft-log — a deterministic Raft core, log storage, the canonical ODGM log-entry
-// codec and a linearizability checker. The RocksDB log store is the "./rocksdb" subpath.
+// @oprc/raft-log — a deterministic Raft core, log storage and the canonical ODGM log-entry
+// codec. The RocksDB log store is the "./rocksdb" subpath; the simulator, the invariant
+// checker and the linearizability checker (for testing state machines) are "./testing".
 
-// Linearizability checking
-export type {
-  CheckOptions,
-  CheckResult,
-  CheckVerdict,
-  PartitionResult,
-} from "./checker/check-operations.js";
-export {
-  analyzeOperations,
-  checkOperations,
-  DEFAULT_MAX_STEPS,
-} from "./checker/check-operations.js";
-export type { EdnEvent, EdnValue } from "./checker/edn-history.js";
-export { parseEdnEvents, parseEdnHistory } from "./checker/edn-history.js";
-export type {
-  HistoryEvent,
-  HistoryRecorder,
-  HistoryRecorderOptions,
-} from "./checker/history-recorder.js";
-export { createHistoryRecorder } from "./checker/history-recorder.js";
-export type { KvInput, KvOperation, KvOutput } from "./checker/kv-model.js";
-export { kvModel } from "./checker/kv-model.js";
-export type { Model, Operation } from "./checker/model.js";
 // Canonical ODGM log-entry codec
-export type { CodecErrorCode } from "./codec/codec-error.js";
-export { CodecError, isCodecError } from "./codec/codec-error.js";
 export type {
   BatchOp,
   ConvertLegacyOp,
@@ -45,8 +21,6 @@ export { decodeOdgmOp, encodeOdgmOp, ODGM_OP_FORMAT_VERSION } from "./codec/odgm
 // Raft core (pure: no timers, sockets or disk)
 export type { ConfChangeCodec } from "./core/conf-change.js";
 export { applyConfChange, jsonConfChangeCodec } from "./core/conf-change.js";
-export type { InvariantSubject } from "./core/invariants.js";
-export { createInvariantChecker, InvariantChecker } from "./core/invariants.js";
 export type { Message, MessageType } from "./core/message.js";
 export { createMessage } from "./core/message.js";
 export { createPrng } from "./core/prng.js";

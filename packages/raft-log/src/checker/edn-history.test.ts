@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isCodecError } from "../codec/codec-error.js";
+import { isRaftError } from "../core/raft-error.js";
 import { parseEdnEvents, parseEdnHistory } from "./edn-history.js";
 
 describe("parseEdnEvents", () => {
@@ -20,12 +20,12 @@ describe("parseEdnEvents", () => {
     ["duplicate key", "{:a 1, :a 2}"],
     ["non-keyword key", '{"a" 1}'],
     ["bad escape", '{:a "\\q"}'],
-  ])("rejects %s with a CodecError", (_name, line) => {
+  ])("rejects %s with a RaftError", (_name, line) => {
     expect(() => parseEdnEvents(line)).toThrow(/invalid_history/);
     try {
       parseEdnEvents(line);
     } catch (e) {
-      expect(isCodecError(e)).toBe(true);
+      expect(isRaftError(e)).toBe(true);
     }
   });
 });

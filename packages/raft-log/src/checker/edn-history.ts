@@ -1,4 +1,4 @@
-import { CodecError } from "../codec/codec-error.js";
+import { RaftError } from "../core/raft-error.js";
 import type { KvInput, KvOperation, KvOutput } from "./kv-model.js";
 
 /** A scalar of the EDN subset histories use. Keywords keep their leading colon. */
@@ -11,7 +11,7 @@ export type EdnEvent = Readonly<Record<string, EdnValue>>;
  * Parses a Jepsen-style history: one flat EDN map per line (blank lines ignored), for
  * example `{:process 0, :type :invoke, :f :get, :key "7", :value nil}`. Supports keywords,
  * strings (with `\" \\ \n \t \r` escapes), integers, `nil`, `true` and `false`.
- * @throws CodecError `invalid_history` with the line number on anything else.
+ * @throws RaftError `invalid_history` with the line number on anything else.
  */
 export function parseEdnEvents(text: string): EdnEvent[] {
   const events: EdnEvent[] = [];
@@ -26,8 +26,8 @@ export function parseEdnEvents(text: string): EdnEvent[] {
 
 function parseMap(line: string, lineNo: number): EdnEvent {
   let i = 0;
-  const err = (what: string): CodecError =>
-    new CodecError("invalid_history", `line ${lineNo}, column ${i + 1}: ${what}`);
+  const err = (what: string): RaftError =>
+    new RaftError("invalid_history", `line ${lineNo}, column ${i + 1}: ${what}`);
   const skip = (): void => {
     while (i < line.length && (line[i] === " " || line[i] === "," || line[i] === "\t")) i++;
   };
@@ -92,15 +92,15 @@ const kw = (v: EdnValue | undefined): string | undefined =>
  * `:invoke` of the same process (for `get`, its `:value` is the value read); `:fail`
  * removes the operation (it definitely did not happen); `:info` and invocations never
  * closed leave it pending (it may take effect any time after its call, or never).
- * @throws CodecError `invalid_history` on unknown types/functions, a completion without an
+ * @throws RaftError `invalid_history` on unknown types/functions, a completion without an
  * open invocation, a second invocation while one is open, or missing fields.
  */
 export function parseEdnHistory(text: string): KvOperation[] {
   const events = parseEdnEvents(text);
   const open = new Map<number, { input: KvInput; call: number; slot: number }>();
   const slots: (KvOperation | null)[] = [];
-  const err = (t: number, what: string): CodecError =>
-    new CodecError("invalid_history", `event ${t + 1}: ${what}`);
+  const err = (t: number, what: string): RaftError =>
+    new RaftError("invalid_history", `event ${t + 1}: ${what}`);
   for (let t = 0; t < events.length; t++) {
     const ev = events[t] as EdnEvent;
     const process = ev.process;

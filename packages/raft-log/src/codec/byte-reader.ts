@@ -1,10 +1,10 @@
-import { CodecError } from "./codec-error.js";
+import { RaftError } from "../core/raft-error.js";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * Cursor over bytes with strict decoders for the primitive encodings of the log-entry
- * format. Every failure is a {@link CodecError} carrying the byte offset.
+ * format. Every failure is a {@link RaftError} carrying the byte offset.
  */
 export class ByteReader {
   /** Current offset. */
@@ -18,18 +18,18 @@ export class ByteReader {
     return this.input.length - this.pos;
   }
 
-  /** @throws CodecError `truncated` */
+  /** @throws RaftError `truncated` */
   u8(): number {
     const b = this.input[this.pos];
-    if (b === undefined) throw new CodecError("truncated", "expected a byte", { offset: this.pos });
+    if (b === undefined) throw new RaftError("truncated", "expected a byte", { offset: this.pos });
     this.pos++;
     return b;
   }
 
-  /** @throws CodecError `truncated` */
+  /** @throws RaftError `truncated` */
   u32be(): number {
     if (this.remaining < 4) {
-      throw new CodecError("truncated", "expected a 4-byte integer", { offset: this.pos });
+      throw new RaftError("truncated", "expected a 4-byte integer", { offset: this.pos });
     }
     const v = new DataView(this.input.buffer, this.input.byteOffset).getUint32(this.pos);
     this.pos += 4;
@@ -39,7 +39,7 @@ export class ByteReader {
   /**
    * A minimal unsigned LEB128 varint no larger than `max` (default: the largest safe
    * integer, so at most 8 bytes).
-   * @throws CodecError `truncated`, `bad_varint` (too long or above `max`),
+   * @throws RaftError `truncated`, `bad_varint` (too long or above `max`),
    * `non_minimal_varint` (a redundant final zero group).
    */
   varint(max: number = Number.MAX_SAFE_INTEGER): number {
@@ -48,16 +48,16 @@ export class ByteReader {
     let scale = 1;
     for (let i = 0; ; i++) {
       if (i >= 8)
-        throw new CodecError("bad_varint", "varint longer than 8 bytes", { offset: start });
+        throw new RaftError("bad_varint", "varint longer than 8 bytes", { offset: start });
       const b = this.input[this.pos];
       if (b === undefined) {
-        throw new CodecError("truncated", "varint runs past the end", { offset: start });
+        throw new RaftError("truncated", "varint runs past the end", { offset: start });
       }
       this.pos++;
       value += (b & 0x7f) * scale;
       if ((b & 0x80) === 0) {
         if (b === 0 && i > 0) {
-          throw new CodecError("non_minimal_varint", "varint has a redundant zero group", {
+          throw new RaftError("non_minimal_varint", "varint has a redundant zero group", {
             offset: start,
           });
         }
@@ -66,14 +66,14 @@ export class ByteReader {
       scale *= 0x80;
     }
     if (value > max) {
-      throw new CodecError("bad_varint", `varint ${value} exceeds ${max}`, { offset: start });
+      throw new RaftError("bad_varint", `varint ${value} exceeds ${max}`, { offset: start });
     }
     return value;
   }
 
   /**
    * A minimal unsigned LEB128 varint of a u64 (at most 10 bytes), as a bigint.
-   * @throws CodecError `truncated`, `bad_varint` (too long or above 2^64-1),
+   * @throws RaftError `truncated`, `bad_varint` (too long or above 2^64-1),
    * `non_minimal_varint`.
    */
   varint64(): bigint {
@@ -82,16 +82,16 @@ export class ByteReader {
     let shift = 0n;
     for (let i = 0; ; i++) {
       if (i >= 10)
-        throw new CodecError("bad_varint", "varint longer than 10 bytes", { offset: start });
+        throw new RaftError("bad_varint", "varint longer than 10 bytes", { offset: start });
       const b = this.input[this.pos];
       if (b === undefined) {
-        throw new CodecError("truncated", "varint runs past the end", { offset: start });
+        throw new RaftError("truncated", "varint runs past the end", { offset: start });
       }
       this.pos++;
       value |= BigInt(b & 0x7f) << shift;
       if ((b & 0x80) === 0) {
         if (b === 0 && i > 0) {
-          throw new CodecError("non_minimal_varint", "varint has a redundant zero group", {
+          throw new RaftError("non_minimal_varint", "varint has a redundant zero group", {
             offset: start,
           });
         }
@@ -100,15 +100,15 @@ export class ByteReader {
       shift += 7n;
     }
     if (value > 0xffff_ffff_ffff_ffffn) {
-      throw new CodecError("bad_varint", `varint ${value} exceeds 2^64-1`, { offset: start });
+      throw new RaftError("bad_varint", `varint ${value} exceeds 2^64-1`, { offset: start });
     }
     return value;
   }
 
-  /** `n` raw bytes (a view, not a copy). @throws CodecError `truncated` */
+  /** `n` raw bytes (a view, not a copy). @throws RaftError `truncated` */
   raw(n: number): Uint8Array {
     if (n > this.remaining) {
-      throw new CodecError("truncated", `length ${n} runs past the end`, { offset: this.pos });
+      throw new RaftError("truncated", `length ${n} runs past the end`, { offset: this.pos });
     }
     const out = this.input.subarray(this.pos, this.pos + n);
     this.pos += n;
@@ -120,24 +120,24 @@ export class ByteReader {
     return this.raw(this.varint());
   }
 
-  /** Varint length, then UTF-8. @throws CodecError `invalid_utf8` and the above. */
+  /** Varint length, then UTF-8. @throws RaftError `invalid_utf8` and the above. */
   string(): string {
     const start = this.pos;
     const b = this.bytes();
     try {
       return utf8.decode(b);
     } catch (cause) {
-      throw new CodecError("invalid_utf8", "string is not well-formed UTF-8", {
+      throw new RaftError("invalid_utf8", "string is not well-formed UTF-8", {
         offset: start,
         cause,
       });
     }
   }
 
-  /** @throws CodecError `trailing_bytes` unless the input is fully consumed. */
+  /** @throws RaftError `trailing_bytes` unless the input is fully consumed. */
   end(): void {
     if (this.remaining !== 0) {
-      throw new CodecError("trailing_bytes", `${this.remaining} bytes after the value`, {
+      throw new RaftError("trailing_bytes", `${this.remaining} bytes after the value`, {
         offset: this.pos,
       });
     }

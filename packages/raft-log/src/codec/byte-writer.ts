@@ -1,4 +1,4 @@
-import { CodecError } from "./codec-error.js";
+import { RaftError } from "../core/raft-error.js";
 
 const utf8 = new TextEncoder();
 // A lone surrogate has no UTF-8 encoding; TextEncoder would silently write U+FFFD.
@@ -7,11 +7,11 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 /**
  * Encodes a string as UTF-8, refusing strings that are not well-formed UTF-16 (so that
  * decoding gives back exactly the same string).
- * @throws CodecError `invalid_utf8`
+ * @throws RaftError `invalid_utf8`
  */
 export function encodeUtf8(value: string): Uint8Array {
   if (LONE_SURROGATE.test(value)) {
-    throw new CodecError("invalid_utf8", "string contains a lone surrogate");
+    throw new RaftError("invalid_utf8", "string contains a lone surrogate");
   }
   return utf8.encode(value);
 }
@@ -47,12 +47,12 @@ export class ByteWriter {
 
   /**
    * A minimal unsigned LEB128 varint of a safe integer (at most 8 bytes).
-   * @throws CodecError `invalid_value` for negatives, fractions and unsafe integers.
+   * @throws RaftError `invalid_value` for negatives, fractions and unsafe integers.
    */
   /** A minimal unsigned LEB128 varint of a u64 given as a bigint (at most 10 bytes). */
   varint64(value: bigint): this {
     if (typeof value !== "bigint" || value < 0n || value > 0xffff_ffff_ffff_ffffn) {
-      throw new CodecError("invalid_value", `varint64 needs a u64 bigint: ${String(value)}`);
+      throw new RaftError("invalid_value", `varint64 needs a u64 bigint: ${String(value)}`);
     }
     let v = value;
     while (v >= 0x80n) {
@@ -64,7 +64,7 @@ export class ByteWriter {
 
   varint(value: number): this {
     if (!Number.isSafeInteger(value) || value < 0) {
-      throw new CodecError("invalid_value", `varint needs a non-negative safe integer: ${value}`);
+      throw new RaftError("invalid_value", `varint needs a non-negative safe integer: ${value}`);
     }
     this.reserve(8);
     let v = value;
@@ -89,7 +89,7 @@ export class ByteWriter {
     return this.varint(bytes.length).raw(bytes);
   }
 
-  /** Varint length, then the UTF-8 bytes. @throws CodecError `invalid_utf8` */
+  /** Varint length, then the UTF-8 bytes. @throws RaftError `invalid_utf8` */
   string(value: string): this {
     return this.bytes(encodeUtf8(value));
   }

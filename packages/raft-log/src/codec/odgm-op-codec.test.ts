@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isCodecError } from "./codec-error.js";
+import { isRaftError } from "../core/raft-error.js";
 import type { OdgmOp, ValData } from "./odgm-op.js";
 import { decodeOdgmOp, encodeOdgmOp } from "./odgm-op-codec.js";
 
@@ -289,7 +289,7 @@ describe("ODGM op codec: decoder rejects every non-canonical or unknown form", (
     } catch (e) {
       thrown = e;
     }
-    expect(isCodecError(thrown)).toBe(true);
+    expect(isRaftError(thrown)).toBe(true);
     expect((thrown as { code: string }).code).toBe(code);
   });
 });
@@ -392,13 +392,13 @@ function sameOp(a: OdgmOp, b: OdgmOp): void {
   expect(norm(b)).toEqual(norm(a));
 }
 
-/** Decode must either throw a CodecError or return an op that re-encodes to the same bytes. */
+/** Decode must either throw a RaftError or return an op that re-encodes to the same bytes. */
 function decodeIsCanonicalOrRejects(bytes: Uint8Array): void {
   let op: OdgmOp;
   try {
     op = decodeOdgmOp(bytes);
   } catch (e) {
-    if (!isCodecError(e)) throw e;
+    if (!isRaftError(e)) throw e;
     return;
   }
   expect(hex(encodeOdgmOp(op))).toBe(hex(bytes));
@@ -425,7 +425,7 @@ describe("ODGM op codec: properties", () => {
     );
   });
 
-  it("random bytes decode canonically or throw CodecError", () => {
+  it("random bytes decode canonically or throw RaftError", () => {
     fc.assert(
       fc.property(
         fc.oneof(
@@ -441,7 +441,7 @@ describe("ODGM op codec: properties", () => {
     );
   });
 
-  it("mutated valid encodings decode canonically or throw CodecError", () => {
+  it("mutated valid encodings decode canonically or throw RaftError", () => {
     const mutation = fc.oneof(
       fc.record({ kind: fc.constant("flip" as const), at: fc.nat(), bit: fc.nat({ max: 7 }) }),
       fc.record({ kind: fc.constant("set" as const), at: fc.nat(), byte: fc.nat({ max: 255 }) }),

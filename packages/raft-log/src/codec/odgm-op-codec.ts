@@ -1,7 +1,7 @@
 import { isCanonicalU32, isCanonicalU64 } from "@oprc/oprc-id";
+import { RaftError } from "../core/raft-error.js";
 import { ByteReader } from "./byte-reader.js";
 import { ByteWriter, encodeUtf8 } from "./byte-writer.js";
-import { CodecError } from "./codec-error.js";
 import type { ObjectMutationBase, OdgmOp, ValData } from "./odgm-op.js";
 
 /** Format version written in the first byte of every encoded operation. */
@@ -58,8 +58,8 @@ function numericKey(s: string): number {
 }
 
 function checkId(what: string, s: string): void {
-  if (s.length === 0) throw new CodecError("invalid_value", `${what} is empty`);
-  if (s.includes("\u0000")) throw new CodecError("invalid_value", `${what} contains NUL`);
+  if (s.length === 0) throw new RaftError("invalid_value", `${what} is empty`);
+  if (s.includes("\u0000")) throw new RaftError("invalid_value", `${what} contains NUL`);
 }
 
 /** Encoded form of an entry key (variant byte + payload); also its sort key. */
@@ -88,7 +88,7 @@ function sortedKeys<T>(items: Iterable<[string, T]>): [Uint8Array, string, T][] 
     const prev = out[i - 1] as [Uint8Array, string, T];
     const cur = out[i] as [Uint8Array, string, T];
     if (compareBytes(prev[0], cur[0]) === 0) {
-      throw new CodecError("duplicate_key", `entry key ${JSON.stringify(cur[1])} repeats`);
+      throw new RaftError("duplicate_key", `entry key ${JSON.stringify(cur[1])} repeats`);
     }
   }
   return out;
@@ -96,10 +96,10 @@ function sortedKeys<T>(items: Iterable<[string, T]>): [Uint8Array, string, T][] 
 
 function writeValue(w: ByteWriter, v: ValData): void {
   if (!Number.isInteger(v.type) || v.type < 0 || v.type > U32_MAX) {
-    throw new CodecError("invalid_value", `value type must be a u32: ${v.type}`);
+    throw new RaftError("invalid_value", `value type must be a u32: ${v.type}`);
   }
   if (!(v.data instanceof Uint8Array)) {
-    throw new CodecError("invalid_value", "value data must be a Uint8Array");
+    throw new RaftError("invalid_value", "value data must be a Uint8Array");
   }
   w.varint(v.type).bytes(v.data);
 }
@@ -122,7 +122,7 @@ function writeFlags(w: ByteWriter, op: ObjectMutationBase, event?: Uint8Array): 
   if (op.expectedVersion !== undefined) w.varint64(op.expectedVersion);
   if (event !== undefined) {
     if (!(event instanceof Uint8Array)) {
-      throw new CodecError("invalid_value", "event must be an encoded ObjectEvent (bytes)");
+      throw new RaftError("invalid_value", "event must be an encoded ObjectEvent (bytes)");
     }
     w.bytes(event);
   }
@@ -130,7 +130,7 @@ function writeFlags(w: ByteWriter, op: ObjectMutationBase, event?: Uint8Array): 
 
 function writeBase(w: ByteWriter, op: ObjectMutationBase): void {
   if (!Number.isInteger(op.partition) || op.partition < 0 || op.partition > U32_MAX) {
-    throw new CodecError("invalid_value", `partition must be a u32: ${op.partition}`);
+    throw new RaftError("invalid_value", `partition must be a u32: ${op.partition}`);
   }
   checkId("object id", op.objectId);
   w.string(op.cls);
@@ -151,7 +151,7 @@ function writeBase(w: ByteWriter, op: ObjectMutationBase): void {
  * an entry key = `00 <u32 BE>` (canonical u32 decimal key) or `01 <string>`, a value =
  * `varint type, varint length, bytes`. See the package README for every operation.
  *
- * @throws CodecError `invalid_value` (out-of-range number, empty id or key, NUL in an id,
+ * @throws RaftError `invalid_value` (out-of-range number, empty id or key, NUL in an id,
  * a numeric-only operation on a string id), `duplicate_key` (a key repeated, or in both
  * sets and deletes), `invalid_utf8` (a lone surrogate).
  * @example
@@ -165,7 +165,7 @@ export function encodeOdgmOp(op: OdgmOp): Uint8Array {
   const w = new ByteWriter();
   w.u8(ODGM_OP_FORMAT_VERSION);
   const tag = TAGS[op.kind];
-  if (tag === undefined) throw new CodecError("invalid_value", `unknown operation kind`);
+  if (tag === undefined) throw new RaftError("invalid_value", `unknown operation kind`);
   w.u8(tag);
   switch (op.kind) {
     case "noop":
@@ -188,7 +188,7 @@ export function encodeOdgmOp(op: OdgmOp): Uint8Array {
       const setKeys = new Set(sets.map(([, k]) => k));
       for (const [, k] of deletes) {
         if (setKeys.has(k)) {
-          throw new CodecError("duplicate_key", `key ${JSON.stringify(k)} is set and deleted`);
+          throw new RaftError("duplicate_key", `key ${JSON.stringify(k)} is set and deleted`);
         }
       }
       writeFlags(w, op);
@@ -217,10 +217,10 @@ export function encodeOdgmOp(op: OdgmOp): Uint8Array {
       break;
     case "convert_legacy":
       if (!isCanonicalU64(op.objectId)) {
-        throw new CodecError("invalid_value", "convert_legacy needs a numeric object id");
+        throw new RaftError("invalid_value", "convert_legacy needs a numeric object id");
       }
       if (op.expectedVersion !== undefined) {
-        throw new CodecError("invalid_value", "convert_legacy takes no expected version");
+        throw new RaftError("invalid_value", "convert_legacy takes no expected version");
       }
       writeBase(w, op);
       w.u8(0);
@@ -232,9 +232,9 @@ export function encodeOdgmOp(op: OdgmOp): Uint8Array {
 function readIdString(r: ByteReader, what: string): string {
   const at = r.pos;
   const s = r.string();
-  if (s.length === 0) throw new CodecError("non_canonical", `${what} is empty`, { offset: at });
+  if (s.length === 0) throw new RaftError("non_canonical", `${what} is empty`, { offset: at });
   if (s.includes("\u0000")) {
-    throw new CodecError("non_canonical", `${what} contains NUL`, { offset: at });
+    throw new RaftError("non_canonical", `${what} contains NUL`, { offset: at });
   }
   return s;
 }
@@ -248,12 +248,12 @@ function readKey(r: ByteReader): [string, Uint8Array] {
   else if (variant === VARIANT_STRING) {
     key = readIdString(r, "entry key");
     if (numericKey(key) >= 0) {
-      throw new CodecError("non_canonical", `string key ${key} must use the numeric variant`, {
+      throw new RaftError("non_canonical", `string key ${key} must use the numeric variant`, {
         offset: start,
       });
     }
   } else {
-    throw new CodecError("unknown_tag", `unknown entry key variant ${variant}`, { offset: start });
+    throw new RaftError("unknown_tag", `unknown entry key variant ${variant}`, { offset: start });
   }
   return [key, r.input.subarray(start, r.pos)];
 }
@@ -274,8 +274,8 @@ function readKeyed<T>(r: ByteReader, read: () => T): Map<string, T> {
     const [key, enc] = readKey(r);
     if (prev !== undefined) {
       const c = compareBytes(prev, enc);
-      if (c === 0) throw new CodecError("duplicate_key", `key ${key} repeats`, { offset: at });
-      if (c > 0) throw new CodecError("unsorted_keys", "keys are not sorted", { offset: at });
+      if (c === 0) throw new RaftError("duplicate_key", `key ${key} repeats`, { offset: at });
+      if (c > 0) throw new RaftError("unsorted_keys", "keys are not sorted", { offset: at });
     }
     prev = enc;
     out.set(key, read());
@@ -287,7 +287,7 @@ function readFlags(r: ByteReader, kind: OdgmOp["kind"]): number {
   const at = r.pos;
   const flags = r.u8();
   if ((flags & ~ALLOWED_FLAGS[kind]) !== 0) {
-    throw new CodecError("unknown_flags", `flags 0x${flags.toString(16)} not defined for ${kind}`, {
+    throw new RaftError("unknown_flags", `flags 0x${flags.toString(16)} not defined for ${kind}`, {
       offset: at,
     });
   }
@@ -297,7 +297,7 @@ function readFlags(r: ByteReader, kind: OdgmOp["kind"]): number {
 /**
  * Decodes a log-entry payload produced by {@link encodeOdgmOp}. Accepts exactly the
  * canonical encodings: for every accepted input `encodeOdgmOp(decodeOdgmOp(b))` equals `b`.
- * @throws CodecError for anything else: unknown version, tag, variant or flag bits;
+ * @throws RaftError for anything else: unknown version, tag, variant or flag bits;
  * truncated input; bad or non-minimal varints; invalid UTF-8; unsorted or duplicate keys;
  * a canonical decimal id or key under the string variant (or a non-canonical one under
  * the numeric variant); empty ids; trailing bytes.
@@ -306,12 +306,12 @@ export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
   const r = new ByteReader(bytes);
   const version = r.u8();
   if (version !== ODGM_OP_FORMAT_VERSION) {
-    throw new CodecError("unknown_version", `unknown format version ${version}`, { offset: 0 });
+    throw new RaftError("unknown_version", `unknown format version ${version}`, { offset: 0 });
   }
   const tag = r.u8();
   const kind = KIND_BY_TAG[tag];
   if (kind === undefined) {
-    throw new CodecError("unknown_tag", `unknown operation tag ${tag}`, { offset: 1 });
+    throw new RaftError("unknown_tag", `unknown operation tag ${tag}`, { offset: 1 });
   }
   if (kind === "noop") {
     r.end();
@@ -322,11 +322,11 @@ export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
   const idAt = r.pos;
   const variant = r.u8();
   if (variant !== VARIANT_NUMERIC && variant !== VARIANT_STRING) {
-    throw new CodecError("unknown_tag", `unknown identity variant ${variant}`, { offset: idAt });
+    throw new RaftError("unknown_tag", `unknown identity variant ${variant}`, { offset: idAt });
   }
   const objectId = readIdString(r, "object id");
   if (isCanonicalU64(objectId) !== (variant === VARIANT_NUMERIC)) {
-    throw new CodecError(
+    throw new RaftError(
       "non_canonical",
       variant === VARIANT_NUMERIC
         ? `numeric identity ${JSON.stringify(objectId)} is not canonical u64 decimal`
@@ -362,7 +362,7 @@ export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
       const deletes = [...readKeyed(r, () => null).keys()];
       for (const k of deletes) {
         if (sets.has(k)) {
-          throw new CodecError("duplicate_key", `key ${k} is set and deleted`, { offset: at });
+          throw new RaftError("duplicate_key", `key ${k} is set and deleted`, { offset: at });
         }
       }
       op = { kind, ...base, sets, deletes };
@@ -380,7 +380,7 @@ export function decodeOdgmOp(bytes: Uint8Array): OdgmOp {
       break;
     case "convert_legacy":
       if (variant !== VARIANT_NUMERIC) {
-        throw new CodecError("non_canonical", "convert_legacy needs a numeric object id", {
+        throw new RaftError("non_canonical", "convert_legacy needs a numeric object id", {
           offset: idAt,
         });
       }

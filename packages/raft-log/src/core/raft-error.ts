@@ -12,6 +12,22 @@
  * - `invalid_argument`: the caller passed something the core cannot accept.
  * - `invalid_state`: the API was used out of order (e.g. `ready()` twice without `advance()`).
  * - `invariant_violation`: the invariant checker found a Raft safety property broken.
+ *
+ * Codes of the codecs (log entries, log records, EDN histories), with `offset` set to the
+ * byte where decoding failed when known:
+ * - `truncated`: a length or field runs past the end of the input.
+ * - `bad_varint`: a varint is longer than allowed or exceeds its integer range.
+ * - `non_minimal_varint`: a varint has redundant trailing zero groups.
+ * - `trailing_bytes`: bytes remain after a complete value.
+ * - `unknown_version`: the format header byte names a version this code does not know.
+ * - `unknown_tag`: an operation tag, identity variant or key variant is not defined.
+ * - `unknown_flags`: a flags byte has bits set that the operation does not define.
+ * - `unsorted_keys`: map keys or delete keys are not in strictly increasing byte order.
+ * - `duplicate_key`: a key appears twice (or in both the sets and deletes of a batch).
+ * - `invalid_utf8`: a string is not well-formed UTF-8 (or, when encoding, UTF-16).
+ * - `non_canonical`: a value has another, canonical encoding, or breaks a structural rule.
+ * - `invalid_value`: a value handed to an encoder is out of range or of the wrong shape.
+ * - `invalid_history`: a text history (EDN) cannot be parsed or paired.
  */
 export type RaftErrorCode =
   | "not_leader"
@@ -24,7 +40,20 @@ export type RaftErrorCode =
   | "lease_expired"
   | "invalid_argument"
   | "invalid_state"
-  | "invariant_violation";
+  | "invariant_violation"
+  | "truncated"
+  | "bad_varint"
+  | "non_minimal_varint"
+  | "trailing_bytes"
+  | "unknown_version"
+  | "unknown_tag"
+  | "unknown_flags"
+  | "unsorted_keys"
+  | "duplicate_key"
+  | "invalid_utf8"
+  | "non_canonical"
+  | "invalid_value"
+  | "invalid_history";
 
 const CODES: ReadonlySet<string> = new Set<RaftErrorCode>([
   "not_leader",
@@ -38,10 +67,24 @@ const CODES: ReadonlySet<string> = new Set<RaftErrorCode>([
   "invalid_argument",
   "invalid_state",
   "invariant_violation",
+  "truncated",
+  "bad_varint",
+  "non_minimal_varint",
+  "trailing_bytes",
+  "unknown_version",
+  "unknown_tag",
+  "unknown_flags",
+  "unsorted_keys",
+  "duplicate_key",
+  "invalid_utf8",
+  "non_canonical",
+  "invalid_value",
+  "invalid_history",
 ]);
 
 /**
- * The one error class of `@oprc/raft-log`'s Raft core. Its message starts with `[code] `.
+ * The one error class of `@oprc/raft-log`: the Raft core, the stores and the codecs. Its
+ * message starts with `[code] `.
  *
  * @example
  * ```ts
@@ -58,18 +101,21 @@ export class RaftError extends Error {
   readonly code: RaftErrorCode;
   /** `not_leader`: the id of the leader this node knows of (0 when unknown). */
   readonly leaderHint: number;
+  /** Codec codes: the byte offset in the input where decoding failed, when known. */
+  readonly offset: number | undefined;
 
   constructor(
     code: RaftErrorCode,
     message: string,
-    options: { cause?: unknown; leaderHint?: number } = {},
+    options: { cause?: unknown; leaderHint?: number; offset?: number } = {},
   ) {
     super(
-      `[${code}] ${message}`,
+      `[${code}] ${message}${options.offset === undefined ? "" : ` (at byte ${options.offset})`}`,
       options.cause === undefined ? undefined : { cause: options.cause },
     );
     this.code = code;
     this.leaderHint = options.leaderHint ?? 0;
+    this.offset = options.offset;
   }
 
   /** Wraps anything thrown into a `RaftError` (returned unchanged when it already is one). */

@@ -17,7 +17,7 @@
 
 import { ByteReader } from "../codec/byte-reader.js";
 import { ByteWriter, encodeUtf8 } from "../codec/byte-writer.js";
-import { CodecError } from "../codec/codec-error.js";
+import { RaftError } from "../core/raft-error.js";
 import type { ConfState, Entry, EntryType, HardState, SnapshotMetadata } from "../types.js";
 
 /** Version byte at the start of every record value. */
@@ -63,7 +63,7 @@ export function entryKeyIndex(key: Uint8Array): number {
 function header(r: ByteReader, what: string): void {
   const v = r.u8();
   if (v !== LOG_RECORD_VERSION) {
-    throw new CodecError("unknown_version", `${what} record version ${v}`, { offset: 0 });
+    throw new RaftError("unknown_version", `${what} record version ${v}`, { offset: 0 });
   }
 }
 
@@ -86,7 +86,7 @@ export function decodeEntryValue(index: number, bytes: Uint8Array): Entry {
   const term = r.varint();
   const t = r.u8();
   const type: EntryType | undefined = t === 0 ? "normal" : t === 1 ? "conf_change" : undefined;
-  if (type === undefined) throw new CodecError("unknown_tag", `entry type ${t}`, { offset: r.pos });
+  if (type === undefined) throw new RaftError("unknown_tag", `entry type ${t}`, { offset: r.pos });
   // Copy into a plain Uint8Array: the binding hands out Buffers (whose slice() is a view).
   return { index, term, type, data: new Uint8Array(r.raw(r.remaining)) };
 }
@@ -159,7 +159,7 @@ export function decodeSnapshotMeta(bytes: Uint8Array): SnapshotMetadata {
   const votersOutgoing = readIds(r);
   const learnersNext = readIds(r);
   const flag = r.u8();
-  if (flag > 1) throw new CodecError("unknown_flags", `autoLeave byte ${flag}`, { offset: r.pos });
+  if (flag > 1) throw new RaftError("unknown_flags", `autoLeave byte ${flag}`, { offset: r.pos });
   r.end();
   const confState: ConfState = {
     voters,
