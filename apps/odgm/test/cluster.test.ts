@@ -130,7 +130,9 @@ describe("a three-node cluster", () => {
   });
 
   it("keeps everything across a restart of the whole cluster", async () => {
-    for (const id of cluster.ids) await cluster.stop(id);
+    // Peers going away one by one send GOAWAY to the others: every node still stops cleanly.
+    for (const id of cluster.ids)
+      expect(await cluster.stop(id), cluster.output(id).slice(-2000)).toBe(0);
     await Promise.all(cluster.ids.map((id) => cluster.start(id)));
     await cluster.waitReady();
     for (const reader of cluster.ids) {

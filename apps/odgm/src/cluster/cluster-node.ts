@@ -45,6 +45,7 @@ import { normalizeCollectionSpec } from "../collections/collection-registry.js";
 import type { ClusterConfig, ReadConsistency } from "../config.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { ShardReplica } from "../shards/shard-manager.js";
+import { guardHttp2ClientSessions } from "./http2-goaway-guard.js";
 import {
   createCollectionCommand,
   encodeMetaCommand,
@@ -163,6 +164,7 @@ export class ClusterNode {
 
   /** Opens the log storage and the metadata group, and starts the clock. */
   static async start(o: ClusterNodeOptions): Promise<ClusterNode> {
+    guardHttp2ClientSessions();
     const logs = await openLogStorage(o.storage, o.dataDir);
     const node = new ClusterNode(o, logs);
     try {
