@@ -400,14 +400,24 @@ class EntryStoreImpl implements EntryStore {
     return exportShardState(this.kv);
   }
 
-  async importState(state: Uint8Array, options: { sync?: boolean } = {}): Promise<void> {
+  async importState(
+    state: Uint8Array,
+    options: { sync?: boolean; appliedIndex?: number } = {},
+  ): Promise<void> {
     this.checkOpen();
-    const records = parseShardState(state);
+    const records = state.byteLength === 0 ? [] : parseShardState(state);
     await this.applier.drain();
     try {
-      await this.kv.write(await replaceShardWrites(this.kv, records), {
-        sync: options.sync ?? this.sync,
-      });
+      const writes = await replaceShardWrites(this.kv, records);
+      if (options.appliedIndex !== undefined) {
+        writes.push({
+          type: "put",
+          keyspace: "system",
+          key: APPLIED_KEY,
+          value: encodeAppliedIndex(options.appliedIndex),
+        });
+      }
+      await this.kv.write(writes, { sync: options.sync ?? this.sync });
     } catch (err) {
       throw storeError(err);
     }

@@ -882,6 +882,11 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
           expect(other.appliedIndex()).toBe(9);
           // The write path continues from the installed state.
           expect((await other.setEntry("o", "b", val("3"))).versionAfter).toBe(2n);
+          // Empty bytes are the empty shard (a Raft group's bootstrap snapshot).
+          await other.importState(new Uint8Array(0), { appliedIndex: 1 });
+          expect(await other.getMetadata("o")).toBeUndefined();
+          expect(other.appliedIndex()).toBe(1);
+          expect(other.stats().liveObjects).toBe(0n);
         } finally {
           await other.close();
         }

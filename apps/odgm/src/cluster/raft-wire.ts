@@ -125,7 +125,8 @@ export function fromWireMessage(w: RaftMessage): Message {
       index: num(e.index, "entry index"),
       term: num(e.term, "entry term"),
       type: e.type === RaftEntryType.NORMAL ? "normal" : "conf_change",
-      data: e.data,
+      // Copies: decoded bytes may be views into a request buffer that is reused later.
+      data: e.data.slice(),
     };
   });
   for (let i = 1; i < entries.length; i++) {
@@ -158,7 +159,7 @@ export function fromWireMessage(w: RaftMessage): Message {
           autoLeave: c.autoLeave,
         },
       },
-      data: s.data,
+      data: s.data.slice(),
     };
   } else if (type === "snap") {
     throw new RaftWireError("a snap message without a snapshot");
@@ -174,7 +175,7 @@ export function fromWireMessage(w: RaftMessage): Message {
     commit: num(w.commit, "commit"),
     reject: w.reject,
     rejectHint: num(w.rejectHint, "reject hint"),
-    context: w.context,
+    context: w.context.slice(),
     chunkOffset,
     chunkTotal,
     ...(snapshot === undefined ? {} : { snapshot }),

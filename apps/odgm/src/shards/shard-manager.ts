@@ -121,85 +121,96 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
   const collections = new Map<string, (Shard | undefined)[]>();
   const order: Shard[] = [];
   const { metrics } = options;
+  /** One opening at a time per collection: a raft replica may be adopted while the metadata group opens the same collection. */
+  const opening = new Map<string, Promise<unknown>>();
+  const serialized = (name: string, fn: () => Promise<void>): Promise<void> => {
+    const next = (opening.get(name) ?? Promise.resolve()).then(fn);
+    opening.set(
+      name,
+      next.catch(() => undefined),
+    );
+    return next;
+  };
   return {
     get: (cls, partition) => collections.get(cls)?.[partition],
     hasCollection: (cls) => collections.has(cls),
     all: () => order,
-    async addCollection(spec) {
-      const raft = spec.shardType === "raft";
-      let list = collections.get(spec.name);
-      if (list === undefined) {
-        list = [];
-        collections.set(spec.name, list);
-      }
-      // Idempotent: opens only the partitions not open yet (a raft replica added later).
-      for (let partition = 0; partition < spec.partitionCount; partition++) {
-        if (list[partition] !== undefined) continue;
-        if (raft && !(await options.replication?.hosts(spec, partition))) {
-          list[partition] = undefined;
-          continue;
+    addCollection: (spec) =>
+      serialized(spec.name, async () => {
+        const raft = spec.shardType === "raft";
+        let list = collections.get(spec.name);
+        if (list === undefined) {
+          list = [];
+          collections.set(spec.name, list);
         }
-        const name = `${spec.name}/${partition}`;
-        const assigned = spec.shardAssignments[partition]?.shardIds[0];
-        const shardId = assigned ?? hashId(name);
-        const cls = spec.name;
-        const events = options.events.pipelineEnabled
-          ? createEventDispatcher({
-              ...options.events,
-              sink: options.sink,
-              hooks: {
-                onEmitted: (action, count) =>
-                  metrics.eventsEmitted.inc({ collection: cls, action }, count),
-                onTruncated: () => metrics.eventTruncatedBatches.inc({ collection: cls }),
-                onQueueDrop: () => metrics.eventQueueDrops.inc({ collection: cls }),
-                onTriggerDispatched: (inv) =>
-                  metrics.triggersFired.inc({ collection: cls, kind: inv.kind }),
-                onTriggerFailure: () => metrics.triggerFailures.inc({ collection: cls }),
-                onDepthExceeded: () => metrics.triggerDepthExceeded.inc({ collection: cls }),
-              },
-            })
-          : undefined;
-        let replica: ShardReplica | undefined;
-        const store = await createEntryStore({
-          engine: options.engine,
-          shard: name,
-          sync: options.sync,
-          granular: options.granular,
-          prefetchLimit: options.prefetchLimit,
-          maxGetEntries: options.maxGetEntries,
-          maxKeyLength: options.maxKeyLength,
-          onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
-          // Events leave in commit order, so an object's events follow its versions; on a
-          // raft shard every replica applies, and only the leader's events leave.
-          ...(events === undefined
-            ? {}
-            : {
-                onApplied: (id: string, result: MutationResult) => {
-                  if (replica === undefined ? !raft : replica.isLeader)
-                    emit(events, cls, partition, id, result);
+        // Idempotent: opens only the partitions not open yet (a raft replica added later).
+        for (let partition = 0; partition < spec.partitionCount; partition++) {
+          if (list[partition] !== undefined) continue;
+          if (raft && !(await options.replication?.hosts(spec, partition))) {
+            list[partition] = undefined;
+            continue;
+          }
+          const name = `${spec.name}/${partition}`;
+          const assigned = spec.shardAssignments[partition]?.shardIds[0];
+          const shardId = assigned ?? hashId(name);
+          const cls = spec.name;
+          const events = options.events.pipelineEnabled
+            ? createEventDispatcher({
+                ...options.events,
+                sink: options.sink,
+                hooks: {
+                  onEmitted: (action, count) =>
+                    metrics.eventsEmitted.inc({ collection: cls, action }, count),
+                  onTruncated: () => metrics.eventTruncatedBatches.inc({ collection: cls }),
+                  onQueueDrop: () => metrics.eventQueueDrops.inc({ collection: cls }),
+                  onTriggerDispatched: (inv) =>
+                    metrics.triggersFired.inc({ collection: cls, kind: inv.kind }),
+                  onTriggerFailure: () => metrics.triggerFailures.inc({ collection: cls }),
+                  onDepthExceeded: () => metrics.triggerDepthExceeded.inc({ collection: cls }),
                 },
-              }),
-        });
-        if (raft)
-          replica = await (options.replication as ShardReplication).replicate(
-            spec,
+              })
+            : undefined;
+          let replica: ShardReplica | undefined;
+          const store = await createEntryStore({
+            engine: options.engine,
+            shard: name,
+            sync: options.sync,
+            granular: options.granular,
+            prefetchLimit: options.prefetchLimit,
+            maxGetEntries: options.maxGetEntries,
+            maxKeyLength: options.maxKeyLength,
+            onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
+            // Events leave in commit order, so an object's events follow its versions; on a
+            // raft shard every replica applies, and only the leader's events leave.
+            ...(events === undefined
+              ? {}
+              : {
+                  onApplied: (id: string, result: MutationResult) => {
+                    if (replica === undefined ? !raft : replica.isLeader)
+                      emit(events, cls, partition, id, result);
+                  },
+                }),
+          });
+          if (raft)
+            replica = await (options.replication as ShardReplication).replicate(
+              spec,
+              partition,
+              store,
+            );
+          const shard: Shard = {
+            cls,
             partition,
+            kind: raft ? "raft" : "basic",
+            replica,
+            shardId,
             store,
-          );
-        const shard: Shard = {
-          cls,
-          partition,
-          kind: raft ? "raft" : "basic",
-          replica,
-          shardId,
-          store,
-          events,
-        };
-        list[partition] = shard;
-        order.push(shard);
-        shards.set(name, shard);
-      }
-    },
+            events,
+          };
+          list[partition] = shard;
+          order.push(shard);
+          shards.set(name, shard);
+        }
+      }),
     async close(signal) {
       const reports: ShutdownReport[] = [];
       for (const shard of order) {

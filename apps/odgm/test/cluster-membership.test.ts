@@ -1,0 +1,134 @@
+// Membership changes at run time, under load: a fourth node joins as a learner of every
+// group, is promoted, and an original node is removed — with no acknowledged write lost.
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { CollectionService, DataService } from "@oprc/grpc-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startCluster, type TestCluster } from "./fixtures/cluster.js";
+import { clusterView, waitFor } from "./fixtures/cluster-probe.js";
+
+const enc = new TextEncoder();
+let cluster: TestCluster;
+
+beforeAll(async () => {
+  cluster = await startCluster({ ids: [1, 2, 3, 4], startNow: [1, 2, 3], bootstrap: [1, 2, 3] });
+  await cluster.waitReady();
+  const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+  await waitFor(
+    () =>
+      admin
+        .createCollection({ name: "kv", partitionCount: 2, shardType: "raft", replicaCount: 3 })
+        .then(() => true)
+        .catch(() => false),
+    30_000,
+  );
+  await cluster.waitReady();
+}, 180_000);
+afterAll(async () => {
+  await cluster?.close();
+});
+
+const post = async (id: number, path: string, body: unknown): Promise<unknown> => {
+  const res = await fetch(`${cluster.url(id)}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as unknown;
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+};
+
+describe("membership changes under load", () => {
+  it("adds a node as a learner, promotes it and removes an old one without losing a write", {
+    timeout: 300_000,
+  }, async () => {
+    let stop = false;
+    const acked: string[] = [];
+    const writer = async (w: number): Promise<void> => {
+      for (let n = 0; !stop; n++) {
+        const live = [2, 3, ...(cluster.proc(1) ? [1] : [])];
+        const id = live[n % live.length] as number;
+        const key = `w${w}-${n}`;
+        try {
+          await createClient(
+            DataService,
+            createGrpcTransport({ baseUrl: cluster.url(id) }),
+          ).setValue(
+            {
+              clsId: "kv",
+              partitionId: w % 2,
+              objectIdStr: `o${w}`,
+              keyStr: key,
+              value: { data: enc.encode(key) },
+            },
+            { timeoutMs: 5000 },
+          );
+          acked.push(`${w} ${key}`);
+        } catch {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    };
+    const writers = Array.from({ length: 4 }, (_, w) => writer(w));
+    try {
+      await waitFor(async () => acked.length > 50, 30_000);
+      // Node 4 joins: its address first, then it starts waiting to be added.
+      await post(1, "/api/cluster/members", { id: 4, url: cluster.url(4) });
+      await cluster.start(4, {
+        ODGM_CLUSTER_STATE: "existing",
+        ODGM_MEMBERS: cluster.membersFor(4, [1, 2, 3, 4]),
+      });
+      await post(2, "/api/cluster/membership", { group: "*", change: "add_learner", nodeId: 4 });
+      // The learner catches up with every group (metadata first, then the partitions).
+      const caughtUp = await waitFor(async () => {
+        const v = await clusterView(cluster.url(4));
+        const groups = new Map(v?.groups.map((g) => [g.group, g]));
+        return ["meta", "kv/0", "kv/1"].every(
+          (g) => (groups.get(g)?.appliedIndex ?? 0) > 1 && groups.get(g)?.leader !== 0,
+        );
+      }, 60_000);
+      expect(caughtUp, cluster.output(4).slice(-3000)).toBeGreaterThanOrEqual(0);
+      await post(3, "/api/cluster/membership", { group: "*", change: "promote", nodeId: 4 });
+      await post(4, "/api/cluster/membership", { group: "*", change: "remove", nodeId: 1 });
+      const view = await clusterView(cluster.url(2));
+      for (const g of view?.groups ?? []) {
+        expect(g.voters, g.group).toEqual([2, 3, 4]);
+      }
+      await cluster.stop(1);
+      const before = acked.length;
+      await waitFor(async () => acked.length > before + 50, 30_000);
+    } finally {
+      stop = true;
+      await Promise.all(writers);
+    }
+    // Every acknowledged write is on the new member and the remaining old ones.
+    for (const id of [2, 3, 4]) {
+      const data = createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
+      for (let w = 0; w < 4; w++) {
+        const found = new Set<string>();
+        let cursor: Uint8Array | undefined;
+        do {
+          let next: Uint8Array | undefined;
+          for await (const e of data.listValues({
+            clsId: "kv",
+            partitionId: w % 2,
+            objectIdStr: `o${w}`,
+            limit: 1024,
+            ...(cursor === undefined ? {} : { cursor }),
+          })) {
+            found.add(e.key);
+            next = e.nextCursor;
+          }
+          cursor = next;
+        } while (cursor !== undefined);
+        const want = acked
+          .filter((a) => a.startsWith(`${w} `))
+          .map((a) => a.split(" ")[1] as string);
+        const missing = want.filter((k) => !found.has(k));
+        expect(missing, `node ${id}, writer ${w}`).toEqual([]);
+      }
+    }
+    expect(acked.length).toBeGreaterThan(100);
+  });
+});
