@@ -2,7 +2,13 @@
 // request, CAS races across nodes, and a restart of the whole cluster.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { CollectionService, DataService } from "@oprc/grpc-api";
+import {
+  CollectionService,
+  DataService,
+  RaftMessageType as MessageType,
+  type RaftMessageType,
+  RaftService,
+} from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 
@@ -127,6 +133,50 @@ describe("a three-node cluster", () => {
       expect(g.leader).toBeGreaterThan(0);
       expect(g.voters).toEqual([1, 2, 3]);
     }
+  });
+
+  it("refuses malformed Raft traffic from a peer, logs it, and keeps serving", async () => {
+    const raft = createClient(RaftService, createGrpcTransport({ baseUrl: cluster.url(2) }));
+    // A batch meant for another node is refused outright.
+    const wrongNode = await raft.send({ fromNode: 1n, toNode: 3n, messages: [] }).then(
+      () => "ok",
+      (e: unknown) => ConnectError.from(e).code,
+    );
+    expect(wrongNode).toBe(Code.InvalidArgument);
+    // Malformed messages inside a batch are dropped one by one and logged.
+    await raft.send({
+      fromNode: 1n,
+      toNode: 2n,
+      messages: [
+        { group: "kv/0", message: { type: 99 as RaftMessageType, from: 1n, to: 2n, term: 5n } },
+        {
+          group: "kv/0",
+          message: {
+            type: MessageType.SNAP,
+            from: 1n,
+            to: 2n,
+            term: 1n,
+            chunkTotal: 1n,
+            snapshot: { data: new Uint8Array(64) },
+          },
+        },
+        { group: "kv/0", message: { type: MessageType.APP, from: 1n, to: 2n, term: 2n ** 60n } },
+      ],
+    });
+    // Bytes that are not a RaftBatch at all.
+    const garbage = await fetch(`${cluster.url(2)}/oprc.RaftService/Send`, {
+      method: "POST",
+      headers: { "content-type": "application/connect+proto", "connect-protocol-version": "1" },
+      body: new Uint8Array([0, 0, 0, 0, 3, 0xff, 0xff, 0xff]),
+    });
+    expect(garbage.status).not.toBe(200);
+    await eventually(async () => {
+      const refused = cluster.output(2).split("refused a malformed Raft message").length - 1;
+      if (refused < 3) throw new Error(`${refused} refusals logged`);
+    });
+    const got = await data(2).getValue({ clsId: "kv", objectIdStr: "race", keyStr: "k" });
+    expect(got.objectVersion).toBe(6n);
+    expect((await fetch(`${cluster.url(2)}/readyz`)).status).toBe(200);
   });
 
   it("keeps everything across a restart of the whole cluster", async () => {
