@@ -44,7 +44,7 @@ export const kvModel: Model<string, KvInput, KvOutput> = {
       if (list) list.push(op);
       else byKey.set(op.input.key, [op]);
     }
-    return [...byKey.values()];
+    return [...byKey.values()].map(pruneUnobserved);
   },
   equal: (a, b) => a === b,
   hash(state) {
@@ -59,3 +59,30 @@ export const kvModel: Model<string, KvInput, KvOutput> = {
     return `${input.op}(${JSON.stringify(input.key)}, ${JSON.stringify(input.value)})`;
   },
 };
+
+/**
+ * Drops pending reads (a read whose answer never came changes nothing and constrains
+ * nothing) and pending writes (outcome unknown) whose value no completed read of the key
+ * ever returned. Such a write may be taken never to have happened: had it taken effect, every
+ * read while its value stood would have shown it, and none did — so a linearization with
+ * it implies one without it. Without this, each pending write doubles the search (it may
+ * take effect at any point, or not at all), which is what exhausts the step budget on
+ * histories with many timeouts. Always sound (a value that two writes share, or that a read
+ * merely contains, counts as observed: the write is kept); most effective with unique
+ * written values, which the simulator's clients use.
+ */
+function pruneUnobserved(ops: KvOperation[]): KvOperation[] {
+  const reads: string[] = [];
+  for (const op of ops) {
+    if (op.input.op === "get" && op.output !== undefined) reads.push(op.output.value);
+  }
+  return ops.filter((op) => {
+    if (op.output !== undefined) return true;
+    if (op.input.op === "get") return false;
+    const value = op.input.value;
+    if (value === "") return true;
+    return reads.some((r) =>
+      op.input.op === "put" ? r === value || r.startsWith(value) : r.includes(value),
+    );
+  });
+}
