@@ -1,5 +1,14 @@
-import { createRequire } from "node:module";
-import { Worker } from "node:worker_threads";
+import {
+  type ColumnHandle,
+  type GroupCommitWriter,
+  isRocksError,
+  openRocksDatabase,
+  type RocksDatabase,
+  type RocksIteratorLike,
+  type RocksLevelConstructor,
+  type RocksLevelLike,
+  type RocksWriteOp,
+} from "@oprc/rocksdb";
 import { compareBytes } from "./bytes.js";
 import type {
   Keyspace,
@@ -12,33 +21,7 @@ import type {
   KvWriteOptions,
 } from "./kv.js";
 import { validateShardName } from "./memory-engine.js";
-import { WRITE_WORKER_SOURCE } from "./rocksdb-write-worker.js";
 import { StoreError } from "./store-error.js";
-
-// Minimal structural types of the parts of `@nxtedition/rocksdb` (abstract-level 1.x) we use.
-type ColumnHandle = object;
-interface RocksBatch {
-  put(key: Uint8Array, value: Uint8Array, options: { column: ColumnHandle }): unknown;
-  del(key: Uint8Array, options: { column: ColumnHandle }): unknown;
-  write(options: { sync: boolean }): Promise<void>;
-  close(): Promise<void>;
-}
-interface RocksIterator {
-  nextv(size: number): Promise<[Uint8Array, Uint8Array][]>;
-  seek(target: Uint8Array): void;
-  close(): Promise<void>;
-}
-interface RocksLevelInstance {
-  readonly columns: Record<string, ColumnHandle>;
-  open(options: Record<string, unknown>): Promise<void>;
-  close(): Promise<void>;
-  batch(): RocksBatch;
-  getMany(
-    keys: Uint8Array[],
-    options: { column: ColumnHandle },
-  ): Promise<(Uint8Array | undefined)[]>;
-  iterator(options: Record<string, unknown>): RocksIterator;
-}
 
 /** The binding module shape: `{ RocksLevel }` of `@nxtedition/rocksdb`. */
 export interface RocksBinding {
@@ -54,20 +37,25 @@ export interface RocksEngineOptions {
   /** Directory of the database; created when missing. */
   location: string;
   /**
-   * Group commit: writes issued in the same event-loop turn (by any shard of this
-   * engine) are merged into one RocksDB write batch and one WAL sync. Each caller's ops
-   * stay atomic (a superset of atomic batches is atomic). Default true.
+   * Kept for compatibility; writes are always group-committed: every write issued while a
+   * batch is being written (by any shard of this engine) joins the next batch, and each
+   * caller's ops stay atomic.
    */
   groupCommit?: boolean;
   /**
-   * Where write batches are written. `"main"` (default): on the JS thread, as the binding
-   * does (a synced write blocks the event loop for one WAL sync). `"worker"`: on a worker
-   * thread sharing the database handle, so the event loop keeps serving while the WAL
-   * syncs; one batch is in flight at a time and writes arriving meanwhile form the next
-   * group. Needs the binding to be loaded by this package (not injected); otherwise the
-   * engine falls back to `"main"`.
+   * Where write batches are written. `"worker"` (default): on a worker thread sharing the
+   * database handle, so a synced write never blocks the event loop. `"main"`: on the JS
+   * thread (the binding writes synchronously). An injected `binding` always uses `"main"`.
    */
   writeThread?: "main" | "worker";
+  /**
+   * Where point reads run. `"main"` (default): on the JS thread through the binding's
+   * synchronous multi-get — microseconds when the data is cached, but a read that misses
+   * the cache waits for the disk on the event loop. `"pool"`: on libuv's thread pool
+   * (about 20–50 µs more per read, never blocking the event loop). Iterators always use
+   * the pool.
+   */
+  readThread?: "main" | "pool";
   /** Create the database when missing. Default true. */
   createIfMissing?: boolean;
   /**
@@ -83,7 +71,7 @@ export interface RocksEngineOptions {
 export interface RocksEngineStats {
   /** `write` calls accepted from shards. */
   writes: number;
-  /** RocksDB write batches issued (≤ `writes` with group commit). */
+  /** RocksDB write batches issued (≤ `writes`: group commit). */
   batches: number;
   /** Of those, how many were synced. */
   syncedBatches: number;
@@ -127,147 +115,6 @@ function readU32be(b: Uint8Array): number {
   return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, false);
 }
 
-/** Resolved path of the binding module, for the write worker; `undefined` when unresolvable. */
-function bindingPath(): string | undefined {
-  try {
-    return createRequire(import.meta.url).resolve("@nxtedition/rocksdb");
-  } catch {
-    return undefined;
-  }
-}
-
-/** The write worker: posts packed batches and resolves when the worker has written them. */
-class WriteWorker {
-  private readonly worker: Worker;
-  private readonly pending = new Map<
-    number,
-    { resolve: () => void; reject: (e: unknown) => void }
-  >();
-  private nextId = 0;
-  private failure: unknown;
-  readonly ready: Promise<void>;
-
-  constructor(handle: bigint, modulePath: string) {
-    this.worker = new Worker(WRITE_WORKER_SOURCE, {
-      eval: true,
-      workerData: { handle, modulePath, columns: COLUMNS },
-    });
-    this.worker.unref();
-    this.ready = new Promise<void>((resolve, reject) => {
-      this.worker.once("message", (m: { ready?: boolean; fatal?: string }) => {
-        if (m.ready === true) resolve();
-        else reject(new StoreError("io", `RocksDB write worker failed to start: ${m.fatal}`));
-      });
-    });
-    this.ready.catch(() => undefined);
-    this.worker.on("message", (m: { id?: number; error?: string }) => {
-      if (m.id === undefined) return;
-      const p = this.pending.get(m.id);
-      this.pending.delete(m.id);
-      if (this.pending.size === 0) this.worker.unref();
-      if (m.error === undefined) p?.resolve();
-      else p?.reject(new StoreError("io", `RocksDB write failed: ${m.error}`));
-    });
-    this.worker.on("error", (e) => this.failAll(StoreError.from(e, "io")));
-    this.worker.on("exit", () =>
-      this.failAll(new StoreError("closed", "RocksDB write worker exited")),
-    );
-  }
-
-  private failAll(e: unknown): void {
-    this.failure ??= e;
-    for (const p of this.pending.values()) p.reject(e);
-    this.pending.clear();
-  }
-
-  async write(buf: Uint8Array, sync: boolean): Promise<void> {
-    await this.ready;
-    if (this.failure !== undefined) throw this.failure;
-    return new Promise<void>((resolve, reject) => {
-      const id = this.nextId++;
-      this.pending.set(id, { resolve, reject });
-      this.worker.ref(); // a write in flight keeps the process alive
-      this.worker.postMessage({ id, sync, buf: buf.buffer }, [buf.buffer as ArrayBuffer]);
-    });
-  }
-
-  async stop(): Promise<void> {
-    await this.worker.terminate();
-  }
-}
-
-/** Packs a group of shard writes into the worker's record format. */
-function packGroup(group: readonly PendingWrite[]): Uint8Array {
-  let size = 0;
-  for (const w of group) {
-    for (const op of w.ops)
-      size += 6 + w.tag.length + op.key.length + (op.type === "put" ? 4 + op.value.length : 0);
-  }
-  const buf = new Uint8Array(size);
-  const view = new DataView(buf.buffer);
-  let at = 0;
-  for (const w of group) {
-    for (const op of w.ops) {
-      buf[at] = op.type === "put" ? 1 : 2;
-      buf[at + 1] = COLUMNS.indexOf(op.keyspace);
-      view.setUint32(at + 2, w.tag.length + op.key.length, true);
-      buf.set(w.tag, at + 6);
-      buf.set(op.key, at + 6 + w.tag.length);
-      at += 6 + w.tag.length + op.key.length;
-      if (op.type === "put") {
-        view.setUint32(at, op.value.length, true);
-        buf.set(op.value, at + 4);
-        at += 4 + op.value.length;
-      }
-    }
-  }
-  return buf;
-}
-
-async function loadBinding(): Promise<RocksBinding> {
-  try {
-    // A variable specifier: the binding ships no types, and we only need `RocksLevel`.
-    const specifier = "@nxtedition/rocksdb";
-    const mod = (await import(specifier)) as Partial<RocksBinding> & {
-      default?: Partial<RocksBinding>;
-    };
-    const RocksLevel = mod.RocksLevel ?? mod.default?.RocksLevel;
-    if (typeof RocksLevel !== "function") throw new Error("module has no RocksLevel export");
-    return { RocksLevel };
-  } catch (err) {
-    throw new StoreError(
-      "unavailable",
-      `the RocksDB backend needs the optional dependency @nxtedition/rocksdb (12.x) and its prebuilt binary: ${
-        err instanceof Error ? err.message : String(err)
-      }`,
-      { cause: err },
-    );
-  }
-}
-
-function mapOpenError(err: unknown, location: string): StoreError {
-  const cause = (err as { cause?: unknown } | undefined)?.cause;
-  const text = `${err instanceof Error ? err.message : String(err)} ${cause instanceof Error ? cause.message : ""}`;
-  if (/\block\b|LOCK/.test(text)) {
-    return new StoreError(
-      "locked",
-      `database ${location} is in use by another process or engine (${text.trim()})`,
-      {
-        cause: err,
-      },
-    );
-  }
-  return new StoreError("io", `cannot open database ${location}: ${text.trim()}`, { cause: err });
-}
-
-interface PendingWrite {
-  ops: readonly KvWriteOp[];
-  tag: Uint8Array;
-  sync: boolean;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
 class RocksShard implements KvShard {
   private readonly end: Uint8Array;
 
@@ -288,18 +135,19 @@ class RocksShard implements KvShard {
     return v;
   }
 
-  async getMany(
-    keyspace: Keyspace,
-    keys: readonly Uint8Array[],
-  ): Promise<(Uint8Array | undefined)[]> {
-    const db = this.engine.use();
+  getMany(keyspace: Keyspace, keys: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
     try {
-      return await db.getMany(
-        keys.map((k) => this.key(k)),
-        { column: this.engine.column(keyspace) },
-      );
+      const db = this.engine.use();
+      const full = keys.map((k) => this.key(k));
+      const column = { column: this.engine.column(keyspace) };
+      // Point reads are served on this thread: a hit in the memtable or block cache costs a
+      // few microseconds, far less than a hop through libuv's thread pool and back.
+      if (this.engine.syncReads) return Promise.resolve(db._getManySync(full, column));
+      return db.getMany(full, column).catch((err: unknown) => {
+        throw this.engine.ioError(err);
+      });
     } catch (err) {
-      throw this.engine.ioError(err);
+      return Promise.reject(this.engine.ioError(err));
     }
   }
 
@@ -320,7 +168,7 @@ class RocksShard implements KvShard {
     else if (options.lte !== undefined) o.lte = this.key(options.lte);
     else o.lt = this.end;
     if (options.limit !== undefined && options.limit >= 0) o.limit = options.limit;
-    let it: RocksIterator;
+    let it: RocksIteratorLike;
     try {
       it = db.iterator(o);
     } catch (err) {
@@ -372,31 +220,23 @@ class RocksShard implements KvShard {
 
 class RocksEngineImpl implements RocksEngine {
   readonly kind = "rocksdb" as const;
+  readonly location: string;
   private readonly shards = new Map<string, RocksShard>();
   private opening: Promise<unknown> = Promise.resolve();
-  private pending: PendingWrite[] = [];
-  private scheduled = false;
   private open = true;
-  /** Worker mode: a batch is being written; new writes wait for the next group. */
-  private inFlight = false;
-  private idle: (() => void) | undefined;
-  private readonly counters: RocksEngineStats;
+  private readonly db: RocksLevelLike;
+  private readonly writer: GroupCommitWriter;
 
   constructor(
-    readonly location: string,
-    private readonly db: RocksLevelInstance,
-    private readonly groupCommit: boolean,
-    private readonly worker: WriteWorker | undefined,
+    private readonly database: RocksDatabase,
+    readonly syncReads: boolean,
   ) {
-    this.counters = {
-      writes: 0,
-      batches: 0,
-      syncedBatches: 0,
-      writeThread: worker === undefined ? "main" : "worker",
-    };
+    this.location = database.location;
+    this.db = database.db;
+    this.writer = database.writer;
   }
 
-  use(): RocksLevelInstance {
+  use(): RocksLevelLike {
     if (!this.open) throw new StoreError("closed", `RocksDB engine ${this.location} is closed`);
     return this.db;
   }
@@ -414,7 +254,13 @@ class RocksEngineImpl implements RocksEngine {
   }
 
   stats(): RocksEngineStats {
-    return { ...this.counters };
+    const s = this.writer.stats();
+    return {
+      writes: s.calls,
+      batches: s.batches,
+      syncedBatches: s.syncedBatches,
+      writeThread: s.thread,
+    };
   }
 
   openShard(name: string): Promise<KvShard> {
@@ -435,10 +281,13 @@ class RocksEngineImpl implements RocksEngine {
         if (n > MAX_TAG)
           throw new StoreError("invalid_argument", "too many shards in one database");
         tag = u32be(n);
-        const batch = this.db.batch();
-        batch.put(nameKey, tag, { column: system });
-        batch.put(NEXT_TAG_KEY, u32be(n + 1), { column: system });
-        await batch.write({ sync: true });
+        await this.writer.write(
+          [
+            { column: "system", type: "put", key: nameKey, value: tag },
+            { column: "system", type: "put", key: NEXT_TAG_KEY, value: u32be(n + 1) },
+          ],
+          { sync: true },
+        );
       }
       const shard = new RocksShard(name, tag, this);
       this.shards.set(name, shard);
@@ -477,120 +326,29 @@ class RocksEngineImpl implements RocksEngine {
     return names.sort();
   }
 
+  /** One shard's atomic write, through the database's group-commit writer. */
   submit(tag: Uint8Array, ops: readonly KvWriteOp[], sync: boolean): Promise<void> {
     try {
       this.use();
     } catch (err) {
       return Promise.reject(err);
     }
-    this.counters.writes++;
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ ops, tag, sync, resolve, reject });
-      if (this.worker !== undefined) {
-        if (!this.inFlight && !this.scheduled) {
-          this.scheduled = true;
-          setImmediate(() => {
-            this.scheduled = false;
-            this.flushToWorker();
-          });
-        }
-      } else if (!this.groupCommit) {
-        this.flush();
-      } else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+    const writes: RocksWriteOp[] = ops.map((op) =>
+      op.type === "put"
+        ? { column: op.keyspace, type: "put", key: concat(tag, op.key), value: op.value }
+        : { column: op.keyspace, type: "del", key: concat(tag, op.key) },
+    );
+    return this.writer.write(writes, { sync }).catch((err: unknown) => {
+      throw this.ioError(err);
     });
-  }
-
-  /**
-   * Worker mode: writes the pending group (every pending batch with group commit, else the
-   * oldest one) as one RocksDB write batch on the worker; when it lands, the writes that
-   * arrived meanwhile form the next group. One batch in flight keeps writes in order.
-   */
-  private flushToWorker(): void {
-    const worker = this.worker as WriteWorker;
-    if (this.inFlight || this.pending.length === 0) {
-      if (!this.inFlight) this.idle?.();
-      return;
-    }
-    const group = this.groupCommit ? this.pending.splice(0) : this.pending.splice(0, 1);
-    let sync = false;
-    for (const w of group) if (w.sync) sync = true;
-    this.inFlight = true;
-    this.counters.batches++;
-    if (sync) this.counters.syncedBatches++;
-    worker.write(packGroup(group), sync).then(
-      () => {
-        this.inFlight = false;
-        for (const w of group) w.resolve();
-        this.flushToWorker();
-      },
-      (err: unknown) => {
-        this.inFlight = false;
-        const e = this.ioError(err);
-        for (const w of group) w.reject(e);
-        this.flushToWorker();
-      },
-    );
-  }
-
-  /** Writes every pending batch as one RocksDB write batch (one WAL sync). */
-  private flush(): void {
-    this.scheduled = false;
-    const group = this.pending;
-    this.pending = [];
-    if (group.length === 0) return;
-    let sync = false;
-    let batch: RocksBatch | undefined;
-    try {
-      const db = this.use();
-      batch = db.batch();
-      for (const w of group) {
-        if (w.sync) sync = true;
-        for (const op of w.ops) {
-          const column = { column: this.column(op.keyspace) };
-          if (op.type === "put") batch.put(concat(w.tag, op.key), op.value, column);
-          else batch.del(concat(w.tag, op.key), column);
-        }
-      }
-    } catch (err) {
-      const e = this.ioError(err);
-      for (const w of group) w.reject(e);
-      return;
-    }
-    this.counters.batches++;
-    if (sync) this.counters.syncedBatches++;
-    batch.write({ sync }).then(
-      () => {
-        for (const w of group) w.resolve();
-      },
-      (err: unknown) => {
-        const e = this.ioError(err);
-        for (const w of group) w.reject(e);
-      },
-    );
   }
 
   async close(): Promise<void> {
     if (!this.open) return;
-    // Let queued writes land first.
-    if (this.worker !== undefined) {
-      // Refuse new writes, then let the queued ones land.
-      this.open = false;
-      if (this.inFlight || this.pending.length > 0) {
-        await new Promise<void>((resolve) => {
-          this.idle = resolve;
-          if (!this.inFlight && !this.scheduled) this.flushToWorker();
-        });
-      }
-      await this.worker.stop();
-    } else if (this.pending.length > 0) {
-      this.flush();
-    }
+    // Refuse new writes; the writer lets queued ones land before the database closes.
     this.open = false;
     try {
-      await this.db.close();
+      await this.database.close();
     } catch (err) {
       throw StoreError.from(err, "io");
     }
@@ -612,41 +370,29 @@ class RocksEngineImpl implements RocksEngine {
  * ```
  */
 export async function openRocksEngine(options: RocksEngineOptions): Promise<RocksEngine> {
-  const binding = options.binding ?? (await loadBinding());
-  let db: RocksLevelInstance;
   try {
-    db = new binding.RocksLevel(options.location, {
-      keyEncoding: "buffer",
-      valueEncoding: "buffer",
-    }) as RocksLevelInstance;
-  } catch (err) {
-    throw mapOpenError(err, options.location);
-  }
-  const columns: Record<string, object> = { default: {} };
-  for (const c of COLUMNS) columns[c] = {};
-  try {
-    await db.open({
-      ...options.openOptions,
+    const database = await openRocksDatabase({
+      location: options.location,
+      columns: COLUMNS,
       createIfMissing: options.createIfMissing !== false,
-      columns,
+      ...(options.openOptions === undefined ? {} : { openOptions: options.openOptions }),
+      ...(options.binding === undefined
+        ? {}
+        : { binding: options.binding.RocksLevel as unknown as RocksLevelConstructor }),
+      writeThread: options.writeThread ?? "worker",
     });
+    return new RocksEngineImpl(database, options.readThread !== "pool");
   } catch (err) {
-    throw mapOpenError(err, options.location);
+    throw toStoreError(err);
   }
-  let worker: WriteWorker | undefined;
-  if (options.writeThread === "worker" && options.binding === undefined) {
-    const modulePath = bindingPath();
-    const handle = (db as { handle?: unknown }).handle;
-    if (modulePath !== undefined && typeof handle === "bigint") {
-      worker = new WriteWorker(handle, modulePath);
-      try {
-        await worker.ready;
-      } catch (err) {
-        await worker.stop();
-        await db.close();
-        throw StoreError.from(err);
-      }
-    }
+}
+
+/** The adapter's errors as the store's: a held lock is `locked`, a missing binding `unavailable`. */
+function toStoreError(err: unknown): StoreError {
+  if (isRocksError(err)) {
+    const code =
+      err.code === "locked" ? "locked" : err.code === "unavailable" ? "unavailable" : "io";
+    return new StoreError(code, err.message.replace(/^\[[a-z_]+\] /, ""), { cause: err });
   }
-  return new RocksEngineImpl(options.location, db, options.groupCommit !== false, worker);
+  return StoreError.from(err, "io");
 }

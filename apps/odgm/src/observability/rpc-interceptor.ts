@@ -40,9 +40,61 @@ export type RpcInstrument = <T>(
   run: () => Promise<T>,
 ) => Promise<T>;
 
+/**
+ * True when an OpenTelemetry SDK registered a tracer provider. Without one, spans are
+ * no-ops, and starting an active no-op span still costs a context switch and closures on
+ * every call (a tenth of a request's CPU in a profile), so the instrument skips them.
+ */
+function tracingEnabled(): boolean {
+  const provider = trace.getTracerProvider() as { getDelegate?: () => object };
+  const delegate = provider.getDelegate?.() ?? provider;
+  return delegate.constructor.name !== "NoopTracerProvider";
+}
+
 /** Creates the {@link RpcInstrument} shared by the Connect interceptor and the gRPC fast path. */
 export function createRpcInstrument(metrics: OdgmMetrics): RpcInstrument {
+  // Labelled children are resolved once per method, not on every call.
+  const ok = new Map<string, { inc(): void }>();
+  const duration = new Map<string, { observe(v: number): void }>();
+  const okOf = (method: string) => {
+    const c = ok.get(method) ?? metrics.rpcRequests.labels({ method, code: "ok" });
+    ok.set(method, c);
+    return c;
+  };
+  const durationOf = (method: string) => {
+    const h = duration.get(method) ?? metrics.rpcDurationMs.labels({ method });
+    duration.set(method, h);
+    return h;
+  };
+  const untraced = async <T>(
+    method: string,
+    message: unknown,
+    run: () => Promise<T>,
+  ): Promise<T> => {
+    const started = performance.now();
+    const id = objectIdOf(message);
+    if (id?.str === true) metrics.stringIdLength.observe(Buffer.byteLength(id.id));
+    try {
+      const res = await run();
+      okOf(method).inc();
+      return res;
+    } catch (err) {
+      countError(method, err);
+      throw err;
+    } finally {
+      durationOf(method).observe(performance.now() - started);
+    }
+  };
+  const countError = (method: string, err: unknown): ConnectError => {
+    const ce = ConnectError.from(err);
+    metrics.rpcRequests.inc({ method, code: CODE_LABEL.get(ce.code) ?? String(ce.code) });
+    if (ce.code === Code.InvalidArgument && NORMALIZE_ERROR.test(ce.rawMessage)) {
+      metrics.stringIdNormalizeErrors.inc();
+    }
+    return ce;
+  };
   return (service, method, message, run) => {
+    if (!tracingEnabled()) return untraced(method, message, run);
     const started = performance.now();
     return tracer.startActiveSpan(`${service}/${method}`, async (span: Span) => {
       span.setAttribute("rpc.system", "grpc");
@@ -54,18 +106,14 @@ export function createRpcInstrument(metrics: OdgmMetrics): RpcInstrument {
       }
       try {
         const res = await run();
-        metrics.rpcRequests.inc({ method, code: "ok" });
+        okOf(method).inc();
         return res;
       } catch (err) {
-        const ce = ConnectError.from(err);
-        metrics.rpcRequests.inc({ method, code: CODE_LABEL.get(ce.code) ?? String(ce.code) });
-        if (ce.code === Code.InvalidArgument && NORMALIZE_ERROR.test(ce.rawMessage)) {
-          metrics.stringIdNormalizeErrors.inc();
-        }
+        const ce = countError(method, err);
         span.setStatus({ code: SpanStatusCode.ERROR, message: Code[ce.code] ?? String(ce.code) });
         throw err;
       } finally {
-        metrics.rpcDurationMs.observe({ method }, performance.now() - started);
+        durationOf(method).observe(performance.now() - started);
         span.end();
       }
     });

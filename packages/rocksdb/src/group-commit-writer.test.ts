@@ -1,0 +1,140 @@
+// The writer over real RocksDB in temporary directories.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { classifyOpenError, isRocksError, openRocksDatabase, type RocksDatabase } from "./index.js";
+
+const dirs: string[] = [];
+const open: RocksDatabase[] = [];
+afterEach(async () => {
+  for (const d of open.splice(0)) await d.close().catch(() => undefined);
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+async function fresh(extra: { writeThread?: "main" | "worker" } = {}): Promise<RocksDatabase> {
+  const dir = mkdtempSync(join(tmpdir(), "oprc-rocksdb-"));
+  dirs.push(dir);
+  const db = await openRocksDatabase({ location: dir, columns: ["a", "b"], ...extra });
+  open.push(db);
+  return db;
+}
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const put = (column: string, k: string, v: string) =>
+  ({ column, type: "put", key: enc.encode(k), value: enc.encode(v) }) as const;
+
+describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (writeThread) => {
+  it("applies every call atomically, in call order, across column families", async () => {
+    const db = await fresh({ writeThread });
+    expect(db.writer.stats().thread).toBe(writeThread);
+    await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        db.writer.write([put("a", `k${i % 10}`, `v${i}`), put("b", `k${i % 10}`, `v${i}`)], {
+          sync: true,
+        }),
+      ),
+    );
+    for (let k = 0; k < 10; k++) {
+      const [a] = await db.db.getMany([enc.encode(`k${k}`)], { column: db.column("a") });
+      const [b] = await db.db.getMany([enc.encode(`k${k}`)], { column: db.column("b") });
+      // The last call writing a key wins in both families (order kept, each call whole).
+      expect(dec.decode(a)).toBe(`v${290 + k}`);
+      expect(dec.decode(b)).toBe(`v${290 + k}`);
+    }
+  });
+
+  it("groups the calls that arrive while a batch is written into the next one", async () => {
+    const db = await fresh({ writeThread });
+    const waves = Array.from({ length: 20 }, (_, w) =>
+      Promise.all(
+        Array.from({ length: 25 }, (_, i) =>
+          db.writer.write([put("a", `w${w}-${i}`, "x")], { sync: true }),
+        ),
+      ),
+    );
+    await Promise.all(waves);
+    const s = db.writer.stats();
+    expect(s.calls).toBe(500);
+    expect(s.batches).toBeLessThan(100);
+    expect(s.syncedBatches).toBe(s.batches);
+    expect(s.maxBatchCalls).toBeGreaterThan(5);
+  });
+
+  it("a failed batch fails its calls and those queued behind it; later calls succeed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oprc-rocksdb-"));
+    dirs.push(dir);
+    let failNext = false;
+    const { createGroupCommitWriter, openRocksDatabase: openDb } = await import("./index.js");
+    const base = await openDb({ location: dir, columns: ["a"], writeThread: "main" });
+    open.push(base);
+    const writer = await createGroupCommitWriter({
+      db: base.db,
+      columns: ["a"],
+      thread: "main",
+      beforeBatch: () => {
+        if (failNext) {
+          failNext = false;
+          throw new Error("ENOSPC: no space left on device");
+        }
+      },
+    });
+    await writer.write([put("a", "before", "1")]);
+    failNext = true;
+    const first = writer.write([put("a", "lost", "1")]);
+    const outcomes = await Promise.allSettled([first, writer.write([put("a", "also-lost", "1")])]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    const reason = (outcomes[0] as PromiseRejectedResult).reason;
+    expect(isRocksError(reason, "io")).toBe(true);
+    await writer.write([put("a", "after", "1")]);
+    const got = await base.db.getMany(
+      ["before", "lost", "also-lost", "after"].map((k) => enc.encode(k)),
+      {
+        column: base.column("a"),
+      },
+    );
+    expect(got.map((v) => v !== undefined)).toEqual([true, false, false, true]);
+    await writer.close();
+  });
+
+  it("close waits for queued calls and then refuses new ones", async () => {
+    const db = await fresh({ writeThread });
+    const pending = Array.from({ length: 50 }, (_, i) => db.writer.write([put("a", `c${i}`, "x")]));
+    await db.writer.close();
+    await Promise.all(pending);
+    await expect(db.writer.write([put("a", "late", "x")])).rejects.toMatchObject({
+      code: "closed",
+    });
+  });
+});
+
+describe("opening", () => {
+  it("reports a database open elsewhere as locked", async () => {
+    const db = await fresh();
+    const err = await openRocksDatabase({ location: db.location, columns: ["a", "b"] }).catch(
+      (e: unknown) => e,
+    );
+    expect(isRocksError(err, "locked")).toBe(true);
+  });
+
+  it("classifies RocksDB's open errors by their cause, not by the word LOCK", () => {
+    const cases: [string, string][] = [
+      ["IO error: While lock file: /d/LOCK: Resource temporarily unavailable", "locked"],
+      [
+        "IO error: lock hold by current process, acquire time 1 acquiring thread 2: /d/LOCK: No locks available",
+        "locked",
+      ],
+      ["IO error: While open a file for appending: /d/LOCK: Read-only file system", "read_only"],
+      ["IO error: While mkdir if missing: /d: Permission denied", "permission_denied"],
+      ["Corruption: no meta-nnnnn entry in descriptor", "io"],
+    ];
+    for (const [message, code] of cases) {
+      expect(classifyOpenError(new Error(message), "/d").code, message).toBe(code);
+    }
+  });
+
+  it("the write worker is a module file beside the writer", async () => {
+    const url = new URL("./write-worker.ts", import.meta.url);
+    const { existsSync } = await import("node:fs");
+    expect(existsSync(url)).toBe(true);
+  });
+});

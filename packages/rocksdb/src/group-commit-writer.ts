@@ -1,0 +1,313 @@
+// One group-commit writer per database: every write call joins the open group; exactly one
+// group is being written at a time, and every call that arrives meanwhile joins the next —
+// so concurrent writers share one WAL sync however fast they come. Each call stays atomic
+// (one group = one WriteBatch), calls are applied in call order, and a call resolves only
+// after its group's write (and sync) returned. On a worker thread by default, so an fsync
+// never blocks the event loop.
+import { Worker } from "node:worker_threads";
+import type { ColumnHandle, RocksLevelLike } from "./rocks-binding.js";
+import { RocksError } from "./rocks-error.js";
+
+/** One key write of a call. */
+export type RocksWriteOp =
+  | {
+      readonly column: string;
+      readonly type: "put";
+      readonly key: Uint8Array;
+      readonly value: Uint8Array;
+    }
+  | { readonly column: string; readonly type: "del"; readonly key: Uint8Array };
+
+/** Counters of a writer. */
+export interface GroupCommitStats {
+  /** Write calls accepted. */
+  readonly calls: number;
+  /** WriteBatches written (groups). */
+  readonly batches: number;
+  /** Of those, synced. */
+  readonly syncedBatches: number;
+  /** Largest number of calls in one batch. */
+  readonly maxBatchCalls: number;
+  /** Where batches are written. */
+  readonly thread: "worker" | "main";
+}
+
+/** The writer of one database. */
+export interface GroupCommitWriter {
+  /**
+   * Queues `ops` as one atomic unit; resolves once written (and synced when `sync`, or when
+   * any call of its group asked for a sync). A failed group rejects every call in it and
+   * every call queued behind it (they may depend on it); later calls are written normally.
+   */
+  write(ops: readonly RocksWriteOp[], options?: { sync?: boolean }): Promise<void>;
+  stats(): GroupCommitStats;
+  /** Waits for queued calls, stops the worker, then refuses new calls (`closed`). */
+  close(): Promise<void>;
+}
+
+/** Options of {@link createGroupCommitWriter}. */
+export interface GroupCommitWriterOptions {
+  readonly db: RocksLevelLike;
+  /** Every column family a call may name. */
+  readonly columns: readonly string[];
+  /**
+   * `"worker"` (default when `access` is given): batches are written on a worker thread
+   * through the same open database. `"main"`: on the calling thread (the binding's write is
+   * synchronous, so an fsync blocks the event loop; for injected bindings).
+   */
+  readonly thread?: "worker" | "main";
+  /** What the worker needs to reach the open database: its native handle and the binding path. */
+  readonly access?: { readonly handle: bigint; readonly modulePath: string };
+  /** Upper bound of calls in one batch. Default 4096. */
+  readonly maxBatchCalls?: number;
+  /** Upper bound of one batch's payload bytes. Default 64 MiB. */
+  readonly maxBatchBytes?: number;
+  /** For tests: called before each batch is written; throwing fails the batch. */
+  readonly beforeBatch?: (calls: number) => void;
+}
+
+interface Call {
+  readonly ops: readonly RocksWriteOp[];
+  readonly sync: boolean;
+  readonly bytes: number;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+type BatchSink = (calls: readonly Call[], sync: boolean) => Promise<void>;
+
+function sizeOf(ops: readonly RocksWriteOp[]): number {
+  let n = 0;
+  for (const op of ops) n += 10 + op.key.length + (op.type === "put" ? op.value.length : 0);
+  return n;
+}
+
+/** The worker file next to this module (`.ts` from sources, `.js` from `dist/`). */
+function workerUrl(): URL {
+  const ext = import.meta.url.endsWith(".ts") ? "ts" : "js";
+  return new URL(`./write-worker.${ext}`, import.meta.url);
+}
+
+function workerSink(
+  access: { handle: bigint; modulePath: string },
+  columns: readonly string[],
+): {
+  sink: BatchSink;
+  ready: Promise<void>;
+  stop(): Promise<void>;
+} {
+  const worker = new Worker(workerUrl(), {
+    workerData: { handle: access.handle, modulePath: access.modulePath, columns },
+  });
+  worker.unref();
+  const pending = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>();
+  let next = 0;
+  let failure: unknown;
+  const ready = new Promise<void>((resolve, reject) => {
+    worker.once("message", (m: { ready?: boolean; fatal?: string }) => {
+      if (m.ready === true) resolve();
+      else reject(new RocksError("io", `the RocksDB write worker failed to start: ${m.fatal}`));
+    });
+  });
+  ready.catch(() => undefined);
+  const failAll = (e: unknown): void => {
+    failure ??= e;
+    for (const p of pending.values()) p.reject(e);
+    pending.clear();
+  };
+  worker.on("message", (m: { id?: number; error?: string }) => {
+    if (m.id === undefined) return;
+    const p = pending.get(m.id);
+    pending.delete(m.id);
+    if (pending.size === 0) worker.unref();
+    if (m.error === undefined) p?.resolve();
+    else p?.reject(new RocksError("io", `RocksDB write failed: ${m.error}`));
+  });
+  worker.on("error", (e) => failAll(RocksError.from(e)));
+  worker.on("exit", () => failAll(new RocksError("closed", "the RocksDB write worker exited")));
+  const index = new Map(columns.map((c, i) => [c, i]));
+  return {
+    ready,
+    async sink(calls, sync) {
+      await ready;
+      if (failure !== undefined) throw failure;
+      let size = 0;
+      for (const c of calls)
+        for (const op of c.ops)
+          size += 6 + op.key.length + (op.type === "put" ? 4 + op.value.length : 0);
+      const buf = new Uint8Array(size);
+      const view = new DataView(buf.buffer);
+      let at = 0;
+      for (const c of calls) {
+        for (const op of c.ops) {
+          const col = index.get(op.column);
+          if (col === undefined) throw new RocksError("io", `unknown column family ${op.column}`);
+          buf[at] = op.type === "put" ? 1 : 2;
+          buf[at + 1] = col;
+          view.setUint32(at + 2, op.key.length, true);
+          buf.set(op.key, at + 6);
+          at += 6 + op.key.length;
+          if (op.type === "put") {
+            view.setUint32(at, op.value.length, true);
+            buf.set(op.value, at + 4);
+            at += 4 + op.value.length;
+          }
+        }
+      }
+      return new Promise<void>((resolve, reject) => {
+        const id = next++;
+        pending.set(id, { resolve, reject });
+        worker.ref(); // a write in flight keeps the process alive
+        worker.postMessage({ id, sync, buf: buf.buffer }, [buf.buffer]);
+      });
+    },
+    async stop() {
+      await worker.terminate();
+    },
+  };
+}
+
+function mainSink(db: RocksLevelLike): BatchSink {
+  return async (calls, sync) => {
+    const batch = db.batch();
+    const handles = new Map<string, ColumnHandle>();
+    const column = (name: string): { column: ColumnHandle } => {
+      let h = handles.get(name);
+      if (h === undefined) {
+        h = db.columns[name];
+        if (h === undefined) throw new RocksError("io", `unknown column family ${name}`);
+        handles.set(name, h);
+      }
+      return { column: h };
+    };
+    for (const c of calls) {
+      for (const op of c.ops) {
+        if (op.type === "put") batch.put(op.key, op.value, column(op.column));
+        else batch.del(op.key, column(op.column));
+      }
+    }
+    await batch.write({ sync });
+  };
+}
+
+/**
+ * Creates the group-commit writer of an open database (see the module comment).
+ *
+ * @example
+ * ```ts
+ * const writer = createGroupCommitWriter({ db, columns: ["data"], access });
+ * await Promise.all([writer.write([putA], { sync: true }), writer.write([putB], { sync: true })]);
+ * ```
+ */
+export async function createGroupCommitWriter(
+  o: GroupCommitWriterOptions,
+): Promise<GroupCommitWriter> {
+  const thread = o.thread ?? (o.access === undefined ? "main" : "worker");
+  if (thread === "worker" && o.access === undefined) {
+    throw new RocksError(
+      "unavailable",
+      "a worker-thread writer needs the database's native handle",
+    );
+  }
+  const worker =
+    thread === "worker"
+      ? workerSink(o.access as { handle: bigint; modulePath: string }, o.columns)
+      : undefined;
+  if (worker !== undefined) {
+    try {
+      await worker.ready;
+    } catch (err) {
+      await worker.stop();
+      throw err;
+    }
+  }
+  const sink = worker?.sink ?? mainSink(o.db);
+  const maxCalls = o.maxBatchCalls ?? 4096;
+  const maxBytes = o.maxBatchBytes ?? 64 * 1024 * 1024;
+  let queue: Call[] = [];
+  let writing = false;
+  let scheduled = false;
+  let closed = false;
+  let idle: (() => void) | undefined;
+  const counters = { calls: 0, batches: 0, syncedBatches: 0, maxBatchCalls: 0 };
+
+  const pump = (): void => {
+    scheduled = false;
+    if (writing) return;
+    if (queue.length === 0) {
+      idle?.();
+      return;
+    }
+    let take = 0;
+    let bytes = 0;
+    while (
+      take < queue.length &&
+      take < maxCalls &&
+      (take === 0 || bytes + (queue[take] as Call).bytes <= maxBytes)
+    ) {
+      bytes += (queue[take] as Call).bytes;
+      take++;
+    }
+    const group = queue.slice(0, take);
+    queue = queue.slice(take);
+    let sync = false;
+    for (const c of group) if (c.sync) sync = true;
+    writing = true;
+    counters.batches++;
+    if (sync) counters.syncedBatches++;
+    counters.maxBatchCalls = Math.max(counters.maxBatchCalls, group.length);
+    const done = (): void => {
+      writing = false;
+      pump();
+    };
+    let started: Promise<void>;
+    try {
+      o.beforeBatch?.(group.length);
+      started = sink(group, sync);
+    } catch (err) {
+      started = Promise.reject(err);
+    }
+    started.then(
+      () => {
+        for (const c of group) c.resolve();
+        done();
+      },
+      (err: unknown) => {
+        // Calls queued behind a failed group may have been planned on its effects.
+        const e = RocksError.from(err);
+        const failed = [...group, ...queue];
+        queue = [];
+        for (const c of failed) c.reject(e);
+        done();
+      },
+    );
+  };
+
+  return {
+    write(ops, options = {}) {
+      if (closed) return Promise.reject(new RocksError("closed", "the RocksDB writer is closed"));
+      counters.calls++;
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ ops, sync: options.sync !== false, bytes: sizeOf(ops), resolve, reject });
+        // A new group starts at the end of this turn (so one turn's calls share it); while a
+        // group is being written, calls simply wait for the next one.
+        if (!writing && !scheduled) {
+          scheduled = true;
+          setImmediate(pump);
+        }
+      });
+    },
+    stats: () => ({ ...counters, thread }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (writing || queue.length > 0 || scheduled) {
+        await new Promise<void>((resolve) => {
+          idle = resolve;
+          if (!writing && !scheduled) pump();
+        });
+      }
+      await worker?.stop();
+    },
+  };
+}

@@ -1,0 +1,72 @@
+// The worker thread of a group-commit writer: it opens the SAME RocksDB instance through
+// the binding's native handle (no second open, no second lock) and writes the batches the
+// main thread sends, synchronously here, so the event loop never waits for an fsync.
+// Only erasable TypeScript and no relative imports: Node runs this file directly, from
+// `src/` (type stripping) and from `dist/`.
+//
+// Protocol: workerData { handle, modulePath, columns }.
+//   in:  { id, sync, buf: ArrayBuffer (transferred) }; buf = repeated records
+//        op(u8: 1 put, 2 del) column(u8, index into columns) keyLen(u32 LE) key
+//        [valueLen(u32 LE) value]
+//   out: { ready: true } once, then { id } or { id, error } per batch.
+import { createRequire } from "node:module";
+import { parentPort, workerData } from "node:worker_threads";
+
+interface Batch {
+  put(key: Uint8Array, value: Uint8Array, options: { column: unknown }): void;
+  del(key: Uint8Array, options: { column: unknown }): void;
+  _writeSync(options: { sync: boolean }): void;
+  _closeSync(): void;
+}
+interface Db {
+  readonly columns: Record<string, unknown>;
+  open(options: object): Promise<void>;
+  batch(): Batch;
+}
+interface Data {
+  readonly handle: bigint;
+  readonly modulePath: string;
+  readonly columns: readonly string[];
+}
+
+const data = workerData as Data;
+const port = parentPort;
+if (port === null) throw new Error("write-worker runs as a worker thread only");
+const { RocksLevel } = createRequire(import.meta.url)(data.modulePath) as {
+  RocksLevel: new (handle: bigint, options: object) => Db;
+};
+const db = new RocksLevel(data.handle, { keyEncoding: "buffer", valueEncoding: "buffer" });
+
+db.open({}).then(
+  () => {
+    const columns = data.columns.map((name) => ({ column: db.columns[name] }));
+    port.on("message", (m: { id: number; sync: boolean; buf: ArrayBuffer }) => {
+      try {
+        const batch = db.batch();
+        const buf = Buffer.from(m.buf);
+        let at = 0;
+        while (at < buf.length) {
+          const op = buf[at] as number;
+          const opts = columns[buf[at + 1] as number] as { column: unknown };
+          const kl = buf.readUInt32LE(at + 2);
+          const key = buf.subarray(at + 6, at + 6 + kl);
+          at += 6 + kl;
+          if (op === 2) {
+            batch.del(key, opts);
+          } else {
+            const vl = buf.readUInt32LE(at);
+            batch.put(key, buf.subarray(at + 4, at + 4 + vl), opts);
+            at += 4 + vl;
+          }
+        }
+        batch._writeSync({ sync: m.sync });
+        batch._closeSync();
+        port.postMessage({ id: m.id });
+      } catch (e) {
+        port.postMessage({ id: m.id, error: String((e as Error | undefined)?.stack ?? e) });
+      }
+    });
+    port.postMessage({ ready: true });
+  },
+  (e: unknown) => port.postMessage({ fatal: String((e as Error | undefined)?.stack ?? e) }),
+);
