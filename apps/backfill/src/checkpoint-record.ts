@@ -1,5 +1,8 @@
 import { create, fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
-import { type BackfillCheckpointRecord, BackfillCheckpointRecordSchema } from "@oprc/grpc-api";
+import {
+  type BackfillCheckpointRecord,
+  BackfillCheckpointRecordSchema,
+} from "@oprc/grpc-api/messages";
 import { BackfillError } from "./backfill-error.js";
 import type { Checkpoint } from "./conversion-target.js";
 

@@ -5,7 +5,7 @@ import {
   type ValData,
   ValDataSchema,
   ValType,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {

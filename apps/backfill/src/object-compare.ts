@@ -5,7 +5,7 @@ import {
   ObjectEventSchema,
   type ValData,
   ValDataSchema,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import { isCanonicalU32 } from "@oprc/oprc-id";
 
 /** An object's data as the comparison sees it: canonical key → value, plus event config. */

@@ -7,7 +7,7 @@ import {
   type KvEngine,
   type KvShard,
 } from "@oprc/entry-store";
-import { type ObjData, ObjDataSchema } from "@oprc/grpc-api";
+import { type ObjData, ObjDataSchema } from "@oprc/grpc-api/messages";
 import { BackfillError } from "./backfill-error.js";
 import {
   decodeCheckpoint,

@@ -13,7 +13,7 @@ import {
   MaintenanceService,
   type ObjData,
   SingleObjectRequestSchema,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import { BackfillError } from "./backfill-error.js";
 import { checkpointFromJson, checkpointToJson } from "./checkpoint-record.js";
 import {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { createEntryStore } from "@oprc/entry-store";
 import { openRocksEngine } from "@oprc/entry-store/rocksdb";
-import { ValDataSchema } from "@oprc/grpc-api";
+import { ValDataSchema } from "@oprc/grpc-api/messages";
 import { expect, it, vi } from "vitest";
 import { runBackfill } from "./index.js";
 

@@ -1,5 +1,5 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { EntryRecordSchema, ValDataSchema } from "@oprc/grpc-api";
+import { EntryRecordSchema, ValDataSchema } from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeEntryRecord, encodeEntryRecord } from "./entry-record-codec.js";

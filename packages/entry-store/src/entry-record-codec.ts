@@ -4,7 +4,12 @@
 // negative enums, varints past 49 bits), so records written by other versions still
 // decode. Property-tested against protobuf-es in entry-record-codec.test.ts.
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { EntryRecordSchema, type ValData, ValDataSchema, type ValType } from "@oprc/grpc-api";
+import {
+  EntryRecordSchema,
+  type ValData,
+  ValDataSchema,
+  type ValType,
+} from "@oprc/grpc-api/messages";
 import { FALLBACK, FAST_MAX, FastReader, fastU64, varintSize, writeVarint } from "./proto-fast.js";
 
 /** A decoded entry record. */

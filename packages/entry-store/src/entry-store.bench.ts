@@ -21,7 +21,7 @@ import {
   ObjectMetaRecordSchema,
   type ValData,
   ValDataSchema,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import { afterAll, test } from "vitest";
 import { countingEngine } from "../test/counting-engine.js";
 import { decodeEntryRecord, encodeEntryRecord } from "./entry-record-codec.js";

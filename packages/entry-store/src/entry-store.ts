@@ -2,7 +2,12 @@
 // applier with pipelined group commit) and the read side. See the package README.
 import { toBinary } from "@bufbuild/protobuf";
 import { afterObject, isKeyError, objectsRange } from "@oprc/granular-key";
-import { type ObjData, type ObjectEvent, ObjectEventSchema, type ValData } from "@oprc/grpc-api";
+import {
+  type ObjData,
+  type ObjectEvent,
+  ObjectEventSchema,
+  type ValData,
+} from "@oprc/grpc-api/messages";
 import { checkId, decodeStoredKey } from "./entry-keys.js";
 import type { KvEngine, KvShard } from "./kv.js";
 import type { OpValue } from "./mutation-op.js";

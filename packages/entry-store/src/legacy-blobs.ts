@@ -6,7 +6,7 @@ import {
   type ObjectEvent,
   type ValData,
   ValDataSchema,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import { isCanonicalU64 } from "@oprc/oprc-id";
 import { type KeyInfo, keyInfo } from "./entry-keys.js";
 import type { OpValue } from "./mutation-op.js";

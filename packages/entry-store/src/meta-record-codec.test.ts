@@ -1,5 +1,5 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { ObjectMetaRecordSchema } from "@oprc/grpc-api";
+import { ObjectMetaRecordSchema } from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeMetaRecord, encodeMetaRecord } from "./meta-record-codec.js";

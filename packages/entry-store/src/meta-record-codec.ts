@@ -3,7 +3,7 @@
 // unknown fields; anything else goes through protobuf-es. Property-tested in
 // meta-record-codec.test.ts.
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { type ObjectMetaRecord, ObjectMetaRecordSchema } from "@oprc/grpc-api";
+import { type ObjectMetaRecord, ObjectMetaRecordSchema } from "@oprc/grpc-api/messages";
 import { FALLBACK, FAST_MAX, FastReader, fastU64, varintSize, writeVarint } from "./proto-fast.js";
 
 /** The fields of a metadata record as the store sets them. */

@@ -16,7 +16,7 @@ import {
   ObjectMetaRecordSchema,
   ValDataSchema,
   ValType,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { KvWriteOp } from "./kv.js";

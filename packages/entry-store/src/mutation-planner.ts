@@ -12,7 +12,7 @@ import {
   type ObjectMetaRecord,
   ObjectMetaRecordSchema,
   ValType,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import { isCanonicalU64 } from "@oprc/oprc-id";
 import { checkId, compareEntryKeys, type KeyInfo, keyArg, keyInfo } from "./entry-keys.js";
 import type { KvWriteOp } from "./kv.js";

@@ -1,4 +1,4 @@
-import type { ObjData, ObjectEvent, ObjectMetaRecord } from "@oprc/grpc-api";
+import type { ObjData, ObjectEvent, ObjectMetaRecord } from "@oprc/grpc-api/messages";
 import type { OpValue } from "./mutation-op.js";
 
 /** A write of one mutation, from submission until it is durable or has failed. */

@@ -1,7 +1,7 @@
 // The write path's ordering and durability rules, over the memory engine behind a gate
 // that holds writes like an fsync in flight and can fail them like a full disk.
 import { create } from "@bufbuild/protobuf";
-import { type ValData, ValDataSchema } from "@oprc/grpc-api";
+import { type ValData, ValDataSchema } from "@oprc/grpc-api/messages";
 import { describe, expect, it } from "vitest";
 import { createEntryStore, type EntryStore, type EntryStoreOptions } from "./entry-store.js";
 import type { KvEngine, KvShard, KvWriteOp } from "./kv.js";

@@ -9,7 +9,7 @@ import {
   entryRange,
   type KeyRange,
 } from "@oprc/granular-key";
-import type { ObjData, ObjectMetaRecord } from "@oprc/grpc-api";
+import type { ObjData, ObjectMetaRecord } from "@oprc/grpc-api/messages";
 import { loadAutomerge, mergeCrdtSync } from "./crdt-merge.js";
 import { decodeEntryKey, keyInfo } from "./entry-keys.js";
 import { KeyedLock } from "./keyed-lock.js";

@@ -7,7 +7,7 @@ import {
   type ObjectMetaRecord,
   type ShardCountersRecord,
   ShardCountersRecordSchema,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import { toHex } from "./bytes.js";
 import {
   decodeEntryRecord,

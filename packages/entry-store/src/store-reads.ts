@@ -16,7 +16,7 @@ import {
   objectsRange,
   rangesAfter,
 } from "@oprc/granular-key";
-import type { ObjData, ObjectEvent, ObjectMetaRecord, ValData } from "@oprc/grpc-api";
+import type { ObjData, ObjectEvent, ObjectMetaRecord, ValData } from "@oprc/grpc-api/messages";
 import { isCanonicalU64 } from "@oprc/oprc-id";
 import { compareBytes, toHex } from "./bytes.js";
 import {

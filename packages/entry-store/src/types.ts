@@ -1,4 +1,4 @@
-import type { ObjectEvent, ValData } from "@oprc/grpc-api";
+import type { ObjectEvent, ValData } from "@oprc/grpc-api/messages";
 
 /** What a mutation did to one entry: created (absent before), updated, or deleted. */
 export type EntryAction = "create" | "update" | "delete";

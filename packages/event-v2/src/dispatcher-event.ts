@@ -1,4 +1,4 @@
-import type { ObjectEvent } from "@oprc/grpc-api";
+import type { ObjectEvent } from "@oprc/grpc-api/messages";
 import type { TruncationSummary } from "./fanout-cap.js";
 import type { MutationContext } from "./mutation-context.js";
 import type { FunctionOutcomeKind } from "./trigger-matching.js";

@@ -1,4 +1,4 @@
-import { EventType } from "@oprc/grpc-api";
+import { EventType } from "@oprc/grpc-api/messages";
 import { describe, expect, it, vi } from "vitest";
 import { fnTarget, mutation, objectEvent, payloadOf, recordingSink } from "../test/fixtures.js";
 import type { DispatcherEvent } from "./dispatcher-event.js";

@@ -5,7 +5,7 @@
 // Micro benchmarks run an inner loop of INNER calls over 64 distinct inputs so the
 // harness's per-call timer overhead is spread out; figures are per call.
 import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
-import { EventType, ObjectEventSchema, TriggerPayloadSchema } from "@oprc/grpc-api";
+import { EventType, ObjectEventSchema, TriggerPayloadSchema } from "@oprc/grpc-api/messages";
 import { test } from "vitest";
 import { createEventDispatcher } from "./event-dispatcher.js";
 import { changedKey, type MutationContext, mutationContextFromResult } from "./mutation-context.js";

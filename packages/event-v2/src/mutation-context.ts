@@ -1,5 +1,5 @@
-import type { ObjectEvent } from "@oprc/grpc-api";
-import { isCanonicalU32 } from "./canonical-id.js";
+import type { ObjectEvent } from "@oprc/grpc-api/messages";
+import { isCanonicalU32 } from "@oprc/oprc-id";
 import { EventV2Error } from "./event-v2-error.js";
 
 /**

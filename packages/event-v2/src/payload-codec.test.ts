@@ -1,5 +1,5 @@
 import { create, fromBinary, toBinary, toJsonString } from "@bufbuild/protobuf";
-import { EventInfoSchema, TriggerPayloadSchema } from "@oprc/grpc-api";
+import { EventInfoSchema, TriggerPayloadSchema } from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeTriggerPayloadBinary, encodeTriggerPayloadJsonString } from "./payload-codec.js";

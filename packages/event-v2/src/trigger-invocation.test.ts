@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { EventType, TriggerTargetSchema } from "@oprc/grpc-api";
+import { EventType, TriggerTargetSchema } from "@oprc/grpc-api/messages";
 import { describe, expect, it } from "vitest";
 import { fnTarget, objTarget } from "../test/fixtures.js";
 import {

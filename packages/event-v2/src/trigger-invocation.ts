@@ -5,7 +5,7 @@ import {
   type ObjectInvocationRequest,
   ObjectInvocationRequestSchema,
   type TriggerTarget,
-} from "@oprc/grpc-api";
+} from "@oprc/grpc-api/messages";
 import type { TriggerMatch } from "./trigger-matching.js";
 
 /**

@@ -1,4 +1,4 @@
-import { EventType } from "@oprc/grpc-api";
+import { EventType } from "@oprc/grpc-api/messages";
 import { describe, expect, it } from "vitest";
 import { fnTarget, mutation, objectEvent } from "../test/fixtures.js";
 import { collectFunctionTriggers, collectTriggers, eventTypeOf } from "./trigger-matching.js";

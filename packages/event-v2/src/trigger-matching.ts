@@ -1,4 +1,9 @@
-import { type DataTrigger, EventType, type ObjectEvent, type TriggerTarget } from "@oprc/grpc-api";
+import {
+  type DataTrigger,
+  EventType,
+  type ObjectEvent,
+  type TriggerTarget,
+} from "@oprc/grpc-api/messages";
 import type { ChangedKey, MutationAction, MutationContext } from "./mutation-context.js";
 
 /** A data trigger that matched one changed entry. */

@@ -1,5 +1,5 @@
 import { fromBinary, fromJsonString } from "@bufbuild/protobuf";
-import { EventType, TriggerPayloadSchema } from "@oprc/grpc-api";
+import { EventType, TriggerPayloadSchema } from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createTriggerPayload, encodeTriggerPayload } from "./trigger-payload.js";

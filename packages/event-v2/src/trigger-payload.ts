@@ -5,8 +5,8 @@ import {
   type EventType,
   type TriggerPayload,
   TriggerPayloadSchema,
-} from "@oprc/grpc-api";
-import { isCanonicalU64 } from "./canonical-id.js";
+} from "@oprc/grpc-api/messages";
+import { isCanonicalU64 } from "@oprc/oprc-id";
 import type { PayloadFormat } from "./event-config.js";
 import type { ChangedKey } from "./mutation-context.js";
 import {

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { EntryKey } from "@oprc/oprc-id";
+import { type EntryKey, parseCanonicalU64 } from "@oprc/oprc-id";
 import type { EntryWrite, ObjectDataPlane, ObjectRef, StoredObject } from "./data-plane.js";
 import { DataPlaneError } from "./data-plane-error.js";
 import type {
@@ -13,7 +13,7 @@ import type {
 } from "./gen/oprc-data_pb.js";
 import { type GrpcApiOptions, resolveGrpcApiOptions } from "./grpc-api-options.js";
 import { createErrorMapper, planeCall } from "./handler-support.js";
-import { canonicalU64, createRequestResolver } from "./request-resolver.js";
+import { createRequestResolver } from "./request-resolver.js";
 
 type ObjDataInit = MessageInitShape<typeof ObjDataSchema>;
 type ValDataInit = MessageInitShape<typeof ValDataSchema>;
@@ -52,7 +52,7 @@ export function createDataServiceImpl(
       if (e.key.kind === "numeric") entries[e.key.numeric] = v;
       else entriesStr[e.key.key] = v;
     }
-    const numeric = ref.id.kind === "numeric" ? ref.id.numeric : canonicalU64(ref.id.id);
+    const numeric = ref.id.kind === "numeric" ? ref.id.numeric : parseCanonicalU64(ref.id.id);
     const out: ObjDataInit = {
       metadata: {
         clsId: ref.cls,

@@ -1,4 +1,5 @@
-// The wire contract: every message, enum and service descriptor generated from proto/.
+// The wire contract: every message, enum and service descriptor generated from proto/
+// (also alone, without the RPC stack, as "@oprc/grpc-api/messages").
 // Generated code is public by definition (it *is* the contract), so it is re-exported whole.
 
 export type {
@@ -29,12 +30,6 @@ export type { DataPlaneErrorCode, DataPlaneErrorOptions } from "./data-plane-err
 // For hosts: serve the API over your own data plane.
 export { DataPlaneError, isDataPlaneError } from "./data-plane-error.js";
 export { createDataServiceImpl } from "./data-service.js";
-export * from "./gen/grpc/health/v1/health_pb.js";
-export * from "./gen/oprc-admin_pb.js";
-export * from "./gen/oprc-data_pb.js";
-export * from "./gen/oprc-invoke_pb.js";
-export * from "./gen/oprc-raft_pb.js";
-export * from "./gen/oprc-storage_pb.js";
 export type {
   GrpcApiOptions,
   InternalErrorInfo,
@@ -43,6 +38,7 @@ export type {
 export { resolveGrpcApiOptions } from "./grpc-api-options.js";
 export type { HealthService, HealthServiceOptions } from "./health-service.js";
 export { createHealthService } from "./health-service.js";
+export * from "./messages.js";
 export type { OdgmConnectRoutesOptions } from "./odgm-connect-routes.js";
 export { createOdgmConnectRoutes, DEFAULT_MAX_MESSAGE_BYTES } from "./odgm-connect-routes.js";
 export { createOprcFunctionImpl } from "./oprc-function.js";

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { isDataPlaneError } from "./data-plane-error.js";
 import type { ObjData } from "./gen/oprc-data_pb.js";
 import { resolveGrpcApiOptions } from "./grpc-api-options.js";
-import { canonicalU64, createRequestResolver } from "./request-resolver.js";
+import { createRequestResolver } from "./request-resolver.js";
 
 const r = createRequestResolver(resolveGrpcApiOptions());
 const off = createRequestResolver(resolveGrpcApiOptions({ stringIds: false, stringKeys: false }));
@@ -33,18 +33,6 @@ describe("request resolver", () => {
         expect(r.keyString(String(k))).toEqual(r.key(k, undefined));
       }),
     );
-  });
-
-  it("canonicalU64 accepts exactly canonical u64 decimals", () => {
-    fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), (n) => {
-        expect(canonicalU64(n.toString())).toBe(n);
-        expect(canonicalU64(`0${n}`)).toBeUndefined();
-      }),
-    );
-    expect(canonicalU64("18446744073709551616")).toBeUndefined();
-    expect(canonicalU64("")).toBeUndefined();
-    expect(canonicalU64("1a")).toBeUndefined();
   });
 
   it("rejects bad partitions and classes with invalid_argument", () => {

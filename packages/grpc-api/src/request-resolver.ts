@@ -2,6 +2,7 @@ import type { EntryKey, NormalizeOptions } from "@oprc/oprc-id";
 import {
   buildIdentity,
   canonicalEntryKey,
+  isCanonicalU64,
   normalizeEntryKey,
   normalizeObjectId,
 } from "@oprc/oprc-id";
@@ -72,7 +73,7 @@ export function createRequestResolver(options: ResolvedGrpcApiOptions): RequestR
       const input: { numeric: bigint; str?: string } = { numeric: objectId };
       if (objectIdStr !== undefined) input.str = objectIdStr;
       const id = buildIdentity(input, norm);
-      if (id.kind === "string" && !stringIds && canonicalU64(id.id) === undefined) {
+      if (id.kind === "string" && !stringIds && !isCanonicalU64(id.id)) {
         throw new DataPlaneError("unimplemented", "string object ids are disabled on this node");
       }
       return { cls: p.cls, partition: p.partition, id };
@@ -121,22 +122,4 @@ export function createRequestResolver(options: ResolvedGrpcApiOptions): RequestR
       return Math.min(limit, listMaxLimit);
     },
   };
-}
-
-const U64_MAX = 0xffff_ffff_ffff_ffffn;
-
-/**
- * The u64 value of a normalized id in canonical decimal form (`"42"`, not `"042"`), else
- * `undefined`. Numeric id N and string id `"N"` are the same object (spec §2).
- */
-export function canonicalU64(id: string): bigint | undefined {
-  const n = id.length;
-  if (n === 0 || n > 20) return undefined;
-  for (let i = 0; i < n; i++) {
-    const c = id.charCodeAt(i);
-    if (c < 48 || c > 57) return undefined;
-  }
-  if (n > 1 && id.charCodeAt(0) === 48) return undefined;
-  const v = BigInt(id);
-  return v > U64_MAX ? undefined : v;
 }

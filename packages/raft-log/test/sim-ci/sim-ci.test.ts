@@ -84,6 +84,8 @@ describe("deterministic simulation (CI run)", () => {
     );
     expect(report).toEqual([]);
     // A history the checker could not decide was never verified: an "unknown" fails the run.
-    expect(unknown, "seeds whose linearizability verdict was unknown (step budget exhausted)").toBe(0);
+    expect(unknown, "seeds whose linearizability verdict was unknown (step budget exhausted)").toBe(
+      0,
+    );
   }, 3_600_000);
 });

@@ -1,0 +1,16 @@
+// Loading the storage library must not load the RPC stack: the generated wire types come
+// from @oprc/grpc-api/messages, which depends on @bufbuild/protobuf only.
+import { fileURLToPath } from "node:url";
+import { moduleResolutions } from "@oprc/test-config/resolutions";
+import { expect, it } from "vitest";
+
+it("loading @oprc/entry-store (and its RocksDB engine) loads no @connectrpc module", () => {
+  const seen = moduleResolutions(
+    ["@oprc/entry-store", "@oprc/entry-store/rocksdb"],
+    fileURLToPath(new URL("..", import.meta.url)),
+  );
+  // Not vacuous: the generated messages and protobuf-es were loaded.
+  expect(seen.some((s) => s.includes("@bufbuild/protobuf"))).toBe(true);
+  expect(seen.some((s) => s.startsWith("@oprc/grpc-api/messages"))).toBe(true);
+  expect(seen.filter((s) => s.includes("@connectrpc/"))).toEqual([]);
+});
