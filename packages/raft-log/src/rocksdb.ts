@@ -1,5 +1,6 @@
-// @oprc/raft-log/rocksdb — the durable log store on RocksDB (@nxtedition/rocksdb, loaded
-// lazily) and the group committer that batches many groups' saves into one synced write.
+// @oprc/raft-log/rocksdb — the durable log store on RocksDB (through @oprc/rocksdb: the
+// lazily loaded binding and its group-commit writer) and the group committer that batches
+// many groups' saves into one synced write.
 export type {
   GroupCommitStats,
   GroupCommitter,
@@ -11,12 +12,11 @@ export type {
   RocksDbLike,
   RocksLevelConstructor,
   RocksLogDatabase,
-  RocksWorkerAccess,
   RocksWrite,
   WrapRocksLogDatabaseOptions,
 } from "./storage/rocks-log-database.js";
 export {
-  loadRocksBinding,
+  loadRocksLogBinding as loadRocksBinding,
   openRocksLogDatabase,
   wrapRocksLogDatabase,
 } from "./storage/rocks-log-database.js";

@@ -169,19 +169,20 @@ describe("RocksDB log store specifics", () => {
             createRocksLogStore({ database, groupId: `g${g}`, committer }),
           ),
         );
-        const first = (stores[0] as LogStore).save({ entries: [ent(1, 1)] });
+        // A first save readies the committer's writer (started in the background).
+        await (stores[0] as LogStore).save({ entries: [ent(1, 1)] });
+        const first = (stores[0] as LogStore).save({ entries: [ent(2, 1)] });
         // Runs right after the committer's flush (setImmediate callbacks run in order),
         // i.e. while the first batch is being written.
         const rest = await new Promise<Promise<void>[]>((resolve) =>
           setImmediate(() => resolve(stores.slice(1).map((s) => s.save({ entries: [ent(1, 1)] })))),
         );
         await Promise.all([first, ...rest]);
-        expect(committer.stats()).toMatchObject({
-          batches: 2,
-          writes: 11,
-          maxBatchSize: 10,
-          thread,
-        });
+        // The saves made while the first was queued or being written share a batch.
+        const st = committer.stats();
+        expect(st).toMatchObject({ writes: 12, thread });
+        expect(st.batches).toBeLessThanOrEqual(3);
+        expect(st.maxBatchSize).toBeGreaterThanOrEqual(10);
         await database.close(); // closes the committer first
         await expect(committer.write([])).rejects.toThrow(/closed/);
       } finally {

@@ -60,7 +60,7 @@ export interface RocksLogStore extends LogStore {
 export async function createRocksLogStore(options: RocksLogStoreOptions): Promise<RocksLogStore> {
   const { database, groupId, committer } = options;
   const prefix = groupPrefix(groupId);
-  const colOpt = database.column === undefined ? {} : { column: database.column };
+  const colOpt = { column: database.column as object };
   const load = (lo: number, hi: number): Entry[] => {
     const keys: Uint8Array[] = [];
     for (let i = lo; i < hi; i++) keys.push(entryKey(prefix, i));
