@@ -1,17 +1,14 @@
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
 import {
   ChangeMembershipRequest_Change,
+  CollectionService,
+  type CreateCollectionRequest,
   CreateCollectionRequestSchema,
   CreateCollectionResponseSchema,
-  createDataServiceImpl,
   createHealthService,
-  createOdgmConnectRoutes,
-  createOprcFunctionImpl,
   DataService,
   isDataPlaneError,
   ListCollectionsResponseSchema,
@@ -34,11 +31,8 @@ import { createMaintenanceService, sampleLegacyBlobs } from "./maintenance/maint
 import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js";
 import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { isOdgmError, OdgmError } from "./odgm-error.js";
-import {
-  createDualProtocolServer,
-  type DualRequestHandler,
-} from "./server/dual-protocol-server.js";
-import { createGrpcUnaryFastPath } from "./server/grpc-unary-fast-path.js";
+import { createDualProtocolServer } from "./server/dual-protocol-server.js";
+import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 
 /** Name of the shard holding the node's own records (collection registry). */
@@ -52,6 +46,11 @@ export interface StartOdgmOptions {
   readonly logger?: Logger;
   /** Storage engine to use instead of opening one from the config (tests, embedding). */
   readonly engine?: KvEngine;
+  /**
+   * Connect interceptors added after the node's own (metrics and tracing), applied on every
+   * path a call takes (connect-node, the gRPC fast path, REST's in-process transport).
+   */
+  readonly interceptors?: readonly Interceptor[];
 }
 
 /** A running node. */
@@ -283,36 +282,40 @@ export async function startOdgm(
     };
     const createCollection = (input: Parameters<CollectionRegistry["create"]>[0]) =>
       clusterNode.createCollection(input);
-    const routes = createOdgmConnectRoutes({
-      plane,
-      health,
-      readMaxBytes: config.limits.maxMessageBytes,
-      writeMaxBytes: config.limits.maxMessageBytes,
-      ...apiOptions,
-      collections: {
-        async createCollection(req) {
-          try {
-            const spec = await createCollection(req);
-            return create(CreateCollectionResponseSchema, { name: spec.name });
-          } catch (err) {
-            throw collectionError(err);
-          }
-        },
-        listCollections: () =>
-          create(ListCollectionsResponseSchema, { collections: registry.list() }),
-      },
-    });
-
     const maintenance = createMaintenanceService(manager, metrics);
-    const allRoutes = (router: Parameters<typeof routes>[0]): void => {
-      routes(router);
-      router.service(MaintenanceService, maintenance);
-      router.service(RaftService, clusterNode.raftService());
-    };
-    // REST runs over the same handlers through an in-process Connect transport.
-    const instrument = createRpcInstrument(metrics);
-    const interceptors = [createRpcInterceptor(instrument)];
-    const local = createRouterTransport(routes, { router: { interceptors } });
+    // One pipeline: the services once, the same interceptors on every path.
+    const pipeline = createServerPipeline({
+      plane,
+      api: apiOptions,
+      health,
+      services: [
+        {
+          service: CollectionService,
+          impl: {
+            async createCollection(req: CreateCollectionRequest) {
+              try {
+                const spec = await createCollection(req);
+                return create(CreateCollectionResponseSchema, { name: spec.name });
+              } catch (err) {
+                throw collectionError(err);
+              }
+            },
+            listCollections: () =>
+              create(ListCollectionsResponseSchema, { collections: registry.list() }),
+          },
+        },
+        { service: MaintenanceService, impl: maintenance },
+        { service: RaftService, impl: clusterNode.raftService() },
+      ],
+      interceptors: [
+        createRpcInterceptor(createRpcInstrument(metrics)),
+        ...(options.interceptors ?? []),
+      ],
+      maxMessageBytes: config.limits.maxMessageBytes,
+      fastPath: config.grpcFastPath,
+    });
+    // REST runs over the same handlers through the pipeline's in-process transport.
+    const local = pipeline.transport;
     const gateway = createRestGateway({
       data: createClient(DataService, local),
       functions: createClient(OprcFunction, local),
@@ -425,38 +428,7 @@ export async function startOdgm(
       }
     });
 
-    const connectHandler = connectNodeAdapter({
-      routes: allRoutes,
-      interceptors,
-      readMaxBytes: config.limits.maxMessageBytes,
-      writeMaxBytes: config.limits.maxMessageBytes,
-      fallback: getRequestListener(app.fetch) as never,
-    });
-    // Plain gRPC unary calls of DataService and OprcFunction skip connect's per-call
-    // pipeline (see grpc-unary-fast-path.ts and BENCHMARKS.md); everything else is Connect's.
-    const fast = config.grpcFastPath
-      ? createGrpcUnaryFastPath({
-          services: [
-            { service: DataService, impl: createDataServiceImpl(plane, apiOptions) },
-            { service: OprcFunction, impl: createOprcFunctionImpl(plane, apiOptions) },
-          ],
-          readMaxBytes: config.limits.maxMessageBytes,
-          writeMaxBytes: config.limits.maxMessageBytes,
-          instrument,
-        })
-      : undefined;
-    const handler: DualRequestHandler =
-      fast === undefined
-        ? (connectHandler as DualRequestHandler)
-        : (req, res) => {
-            if (
-              req.httpVersionMajor === 2 &&
-              fast(req as Http2ServerRequest, res as Http2ServerResponse)
-            ) {
-              return;
-            }
-            connectHandler(req as never, res as never);
-          };
+    const handler = pipeline.handler(getRequestListener(app.fetch) as never);
     const server = await createDualProtocolServer({
       host: config.http.host,
       port: config.http.port,

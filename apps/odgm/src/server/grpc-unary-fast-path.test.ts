@@ -36,10 +36,12 @@ const fast = createGrpcUnaryFastPath({
   services: [{ service: DataService, impl }],
   readMaxBytes: 1024,
   writeMaxBytes: 1024,
-  instrument: (_service, method, _message, run) => {
-    instrumented.push(method);
-    return run();
-  },
+  interceptors: [
+    (next) => (req) => {
+      instrumented.push(req.method.name);
+      return next(req);
+    },
+  ],
 });
 
 let server: Http2Server;

@@ -9,9 +9,16 @@ import {
   type Message,
   toBinary,
 } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  type HandlerContext,
+  type Interceptor,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import type { RpcInstrument } from "../observability/rpc-interceptor.js";
 
 /** A unary handler as `ServiceImpl` methods have it. */
 type UnaryImpl = (request: never, context: HandlerContext) => unknown;
@@ -30,8 +37,12 @@ export interface GrpcUnaryFastPathOptions {
   readonly readMaxBytes: number;
   /** Largest response message (bytes); larger ones are RESOURCE_EXHAUSTED. */
   readonly writeMaxBytes: number;
-  /** Metrics and spans, the same as the Connect interceptor applies. */
-  readonly instrument: RpcInstrument;
+  /**
+   * The interceptors of the server pipeline, in the order connect-node applies them (the
+   * first is outermost): the same list the Connect handler runs, so whatever is added as
+   * an interceptor (metrics, tracing, authentication) runs on both paths.
+   */
+  readonly interceptors: readonly Interceptor[];
 }
 
 /**
@@ -79,7 +90,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       });
     }
   }
-  const { readMaxBytes, writeMaxBytes, instrument } = options;
+  const { readMaxBytes, writeMaxBytes, interceptors } = options;
 
   return (req, res) => {
     const route = routes.get(req.url);
@@ -93,16 +104,24 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
 
-    const finish = (body: Uint8Array | undefined, error: ConnectError | undefined): void => {
+    const finish = (
+      body: Uint8Array | undefined,
+      error: ConnectError | undefined,
+      out?: { header: Headers; trailer: Headers },
+    ): void => {
       if (answered) return;
       answered = true;
       if (timer !== undefined) clearTimeout(timer);
       if (res.stream.destroyed || res.stream.closed) return;
-      const trailer = new Headers();
+      // Headers and trailers a handler or interceptor set travel as on connect's handler.
+      const trailer = new Headers(out?.trailer);
       if (error === undefined) trailer.set("grpc-status", "0");
+      // setTrailerStatus also carries the error's metadata.
       else setTrailerStatus(trailer, error);
       res.addTrailers(trailerObject(trailer));
-      res.writeHead(200, { "content-type": CONTENT_TYPE_PROTO });
+      const header = trailerObject(out?.header ?? EMPTY_HEADERS);
+      header["content-type"] = CONTENT_TYPE_PROTO;
+      res.writeHead(200, header);
       if (body === undefined) res.end();
       else res.end(body);
     };
@@ -200,8 +219,9 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         );
         return;
       }
-      run(route, message, req, controller, timeout.timeoutMs).then((out) => {
+      run(route, message, req, controller, timeout.timeoutMs).then((response) => {
         if (answered) return;
+        const out = toBinary(route.method.output, response.message);
         if (out.length > writeMaxBytes) {
           fail(
             new ConnectError(
@@ -214,7 +234,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         const framed = new Uint8Array(5 + out.length);
         new DataView(framed.buffer).setUint32(1, out.length);
         framed.set(out, 5);
-        finish(framed, undefined);
+        finish(framed, undefined, response);
       }, fail);
     });
     req.on("error", (err) => {
@@ -224,48 +244,69 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
     return true;
   };
 
-  async function run(
+  /** Runs the call through the interceptors, then the handler, as connect-node does. */
+  function run(
     route: Route,
     message: Message,
     req: Http2ServerRequest,
     controller: AbortController,
     timeoutMs: number | undefined,
-  ): Promise<Uint8Array> {
+  ): Promise<UnaryResponse> {
     const { method } = route;
+    const service = method.parent;
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-    let requestHeader: Headers | undefined;
-    let values: ReturnType<typeof createContextValues> | undefined;
-    const context = {
-      method,
-      service: method.parent,
+    const header = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (k.startsWith(":") || v === undefined) continue;
+      header.set(k, Array.isArray(v) ? v.join(", ") : v);
+    }
+    const request: UnaryRequest = {
+      stream: false,
+      service,
+      method: method as UnaryRequest["method"],
       requestMethod: "POST",
-      protocolName: "grpc",
-      url: req.url,
+      url: `http://${String(req.headers[":authority"] ?? "localhost")}${req.url}`,
       signal: controller.signal,
-      timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
-      get requestHeader(): Headers {
-        if (requestHeader === undefined) {
-          requestHeader = new Headers();
-          for (const [k, v] of Object.entries(req.headers)) {
-            if (k.startsWith(":") || v === undefined) continue;
-            requestHeader.set(k, Array.isArray(v) ? v.join(", ") : v);
-          }
-        }
-        return requestHeader;
-      },
-      responseHeader: new Headers(),
-      responseTrailer: new Headers(),
-      get values() {
-        values ??= createContextValues();
-        return values;
-      },
-    } as unknown as HandlerContext;
-    const result = await instrument(method.parent.typeName, method.name, message, async () =>
-      route.impl(message as never, context),
-    );
-    const out = isMessage(result, method.output)
-      ? result
-      : create(method.output, result as Parameters<typeof create>[1]);
-    return toBinary(method.output, out);
+      header,
+      contextValues: createContextValues(),
+      message,
+    };
+    const handler = async (r: UnaryRequest): Promise<UnaryResponse> => {
+      const responseHeader = new Headers();
+      const responseTrailer = new Headers();
+      const context = {
+        method,
+        service,
+        requestMethod: "POST",
+        protocolName: "grpc",
+        url: r.url,
+        signal: r.signal,
+        timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
+        requestHeader: r.header,
+        responseHeader,
+        responseTrailer,
+        values: r.contextValues,
+      } as unknown as HandlerContext;
+      const result = await route.impl(r.message as never, context);
+      const out = isMessage(result, method.output)
+        ? result
+        : create(method.output, result as Parameters<typeof create>[1]);
+      return {
+        stream: false,
+        service,
+        method: r.method,
+        header: responseHeader,
+        trailer: responseTrailer,
+        message: out,
+      };
+    };
+    // connect's order: the first interceptor is the outermost.
+    let next = handler as (r: UnaryRequest) => Promise<UnaryResponse>;
+    for (let i = interceptors.length - 1; i >= 0; i--) {
+      next = (interceptors[i] as Interceptor)(next as never) as typeof next;
+    }
+    return next(request);
   }
 }
+
+const EMPTY_HEADERS = new Headers();
