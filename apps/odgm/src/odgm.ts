@@ -1,28 +1,31 @@
-import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { createClient, type Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
 import {
-  ChangeMembershipRequest_Change,
+  ClusterService,
   CollectionService,
   type CreateCollectionRequest,
   CreateCollectionRequestSchema,
-  CreateCollectionResponseSchema,
   createHealthService,
   DataService,
   isDataPlaneError,
-  ListCollectionsResponseSchema,
   MaintenanceService,
   OprcFunction,
   RaftService,
 } from "@oprc/grpc-api";
 import { createRestGateway } from "@oprc/rest-gateway";
 import { type Logger, pino } from "pino";
-import { type ClusterHooks, ClusterNode, type ClusterStatus } from "./cluster/cluster-node.js";
+import { createClusterServiceImpl, registerClusterRoutes } from "./cluster/cluster-admin.js";
+import { type ClusterHooks, ClusterNode } from "./cluster/cluster-node.js";
 import {
   type CollectionRegistry,
   openCollectionRegistry,
 } from "./collections/collection-registry.js";
+import {
+  createCollectionServiceImpl,
+  registerCollectionRoutes,
+} from "./collections/collection-routes.js";
 import type { OdgmConfig } from "./config.js";
 import { createFunctionClientPool } from "./invoke/function-client-pool.js";
 import { createRouteTriggerSink } from "./invoke/route-trigger-sink.js";
@@ -75,43 +78,6 @@ export interface OdgmNode {
   close(): Promise<void>;
 }
 
-const MEMBERSHIP_CHANGES: Record<string, ChangeMembershipRequest_Change> = {
-  add_learner: ChangeMembershipRequest_Change.ADD_LEARNER,
-  promote: ChangeMembershipRequest_Change.PROMOTE,
-  remove: ChangeMembershipRequest_Change.REMOVE,
-  transfer_leader: ChangeMembershipRequest_Change.TRANSFER_LEADER,
-};
-
-/** `/api/cluster`: members, and per local group its leader, indexes, followers' lag. */
-function clusterStatusJson(st: ClusterStatus): unknown {
-  return {
-    nodeId: st.nodeId,
-    members: st.members,
-    groups: st.groups.map((g) => ({
-      group: g.group,
-      role: g.role,
-      leader: g.lead,
-      term: g.term,
-      commitIndex: g.commit,
-      appliedIndex: g.applied,
-      firstIndex: g.firstIndex,
-      lastIndex: g.lastIndex,
-      lastSnapshotIndex: g.lastSnapshotIndex,
-      snapshotsSent: g.snapshotsSent,
-      snapshotsInstalled: g.snapshotsInstalled,
-      voters: g.confState.voters,
-      learners: g.confState.learners,
-      followers:
-        g.role === "leader"
-          ? [...g.match]
-              .filter(([id]) => id !== st.nodeId)
-              .map(([id, match]) => ({ id, match, lag: g.lastIndex - match }))
-          : [],
-    })),
-    transport: st.transport,
-  };
-}
-
 /** Cluster events as metrics. */
 function clusterMetricHooks(metrics: OdgmMetrics): ClusterHooks {
   return {
@@ -122,21 +88,6 @@ function clusterMetricHooks(metrics: OdgmMetrics): ClusterHooks {
     },
     onForwarded: (kind) => metrics.raftForwarded.inc({ kind }),
   };
-}
-
-/** gRPC code and REST status/code of a refused collection spec. */
-function collectionStatus(err: OdgmError): { code: Code; http: 400 | 409 | 501; rest: string } {
-  if (err.code === "collection_exists") {
-    return { code: Code.AlreadyExists, http: 409, rest: "conflict" };
-  }
-  if (err.code === "unsupported")
-    return { code: Code.Unimplemented, http: 501, rest: "unimplemented" };
-  return { code: Code.InvalidArgument, http: 400, rest: "invalid_argument" };
-}
-
-function collectionError(err: unknown): unknown {
-  if (!isOdgmError(err)) return err;
-  return new ConnectError(err.message, collectionStatus(err).code, undefined, undefined, err);
 }
 
 async function openEngine(config: OdgmConfig): Promise<KvEngine> {
@@ -280,8 +231,10 @@ export async function startOdgm(
       onInternalError: (cause: unknown, info: { procedure: string }) =>
         logger.error({ err: cause, procedure: info.procedure }, "internal error"),
     };
-    const createCollection = (input: Parameters<CollectionRegistry["create"]>[0]) =>
-      clusterNode.createCollection(input);
+    const collectionAdmin = {
+      list: () => registry.list(),
+      create: (spec: CreateCollectionRequest) => clusterNode.createCollection(spec),
+    };
     const maintenance = createMaintenanceService(manager, metrics);
     // One pipeline: the services once, the same interceptors on every path.
     const pipeline = createServerPipeline({
@@ -289,21 +242,8 @@ export async function startOdgm(
       api: apiOptions,
       health,
       services: [
-        {
-          service: CollectionService,
-          impl: {
-            async createCollection(req: CreateCollectionRequest) {
-              try {
-                const spec = await createCollection(req);
-                return create(CreateCollectionResponseSchema, { name: spec.name });
-              } catch (err) {
-                throw collectionError(err);
-              }
-            },
-            listCollections: () =>
-              create(ListCollectionsResponseSchema, { collections: registry.list() }),
-          },
-        },
+        { service: CollectionService, impl: createCollectionServiceImpl(collectionAdmin) },
+        { service: ClusterService, impl: createClusterServiceImpl(clusterNode) },
         { service: MaintenanceService, impl: maintenance },
         { service: RaftService, impl: clusterNode.raftService() },
       ],
@@ -346,87 +286,8 @@ export async function startOdgm(
     // Collection administration lives on the gateway app itself, so unknown routes keep the
     // gateway's JSON 404 and its error format.
     const app = gateway;
-    app.get("/api/collections", (c) =>
-      c.json(
-        toJson(
-          ListCollectionsResponseSchema,
-          create(ListCollectionsResponseSchema, { collections: registry.list() }),
-        ),
-      ),
-    );
-    app.get("/api/cluster", (c) => c.json(clusterStatusJson(clusterNode.status())));
-    app.post("/api/cluster/members", async (c) => {
-      const body = (await c.req.json().catch(() => undefined)) as
-        | { id?: unknown; url?: unknown }
-        | undefined;
-      const id = Number(body?.id);
-      let url: URL | undefined;
-      try {
-        url = new URL(String(body?.url));
-      } catch {
-        url = undefined;
-      }
-      if (
-        !Number.isSafeInteger(id) ||
-        id < 1 ||
-        url === undefined ||
-        !/^https?:$/.test(url.protocol)
-      ) {
-        return c.json(
-          {
-            error: {
-              code: "invalid_argument",
-              message: 'expected {"id": <node id>, "url": "http://host:port"}',
-            },
-          },
-          400,
-        );
-      }
-      await clusterNode.setMember(id, url.origin);
-      return c.json(clusterStatusJson(clusterNode.status()));
-    });
-    app.post("/api/cluster/membership", async (c) => {
-      const body = (await c.req.json().catch(() => undefined)) as
-        | { group?: unknown; change?: unknown; nodeId?: unknown }
-        | undefined;
-      const change = MEMBERSHIP_CHANGES[String(body?.change)];
-      const nodeId = Number(body?.nodeId);
-      const group = body?.group === undefined ? "*" : String(body.group);
-      if (change === undefined || !Number.isSafeInteger(nodeId) || nodeId < 1) {
-        return c.json(
-          {
-            error: {
-              code: "invalid_argument",
-              message: `expected {"group": "<id>"|"*", "change": ${Object.keys(MEMBERSHIP_CHANGES).join("|")}, "nodeId": <id>}`,
-            },
-          },
-          400,
-        );
-      }
-      const result = await clusterNode.changeMembership(group, change, nodeId);
-      return c.json({ groups: Object.fromEntries(result) });
-    });
-    app.post("/api/collections", async (c) => {
-      let spec: ReturnType<typeof fromJson<typeof CreateCollectionRequestSchema>>;
-      try {
-        spec = fromJson(CreateCollectionRequestSchema, (await c.req.json()) as JsonValue);
-      } catch (err) {
-        return c.json(
-          { error: { code: "invalid_argument", message: (err as Error).message } },
-          400,
-        );
-      }
-      try {
-        const created = await createCollection(spec);
-        return c.json(toJson(CreateCollectionRequestSchema, created), 201);
-      } catch (err) {
-        if (isOdgmError(err)) {
-          const status = collectionStatus(err);
-          return c.json({ error: { code: status.rest, message: err.message } }, status.http);
-        }
-        throw err;
-      }
-    });
+    registerCollectionRoutes(app, collectionAdmin);
+    registerClusterRoutes(app, clusterNode);
 
     const handler = pipeline.handler(getRequestListener(app.fetch) as never);
     const server = await createDualProtocolServer({

@@ -3,6 +3,7 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
+  ClusterService,
   CollectionService,
   DataService,
   RaftMessageType as MessageType,
@@ -133,6 +134,13 @@ describe("a three-node cluster", () => {
       expect(g.leader).toBeGreaterThan(0);
       expect(g.voters).toEqual([1, 2, 3]);
     }
+    // The gRPC equivalent answers the same.
+    const admin = createClient(ClusterService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+    const viaGrpc = await admin.getCluster({});
+    expect(viaGrpc.groups.map((g) => g.group)).toEqual(["kv/0", "kv/1", "meta"]);
+    const leaderView = viaGrpc.groups.find((g) => g.role === "leader");
+    if (leaderView !== undefined)
+      expect(leaderView.followers.map((f) => Number(f.id)).sort()).toHaveLength(2);
   });
 
   it("refuses malformed Raft traffic from a peer, logs it, and keeps serving", async () => {
