@@ -144,3 +144,11 @@ export function isGatewayError(value: unknown): value is GatewayError {
   const v = value as { name?: unknown; code?: unknown };
   return v.name === "GatewayError" && typeof v.code === "string" && v.code in GATEWAY_ERROR_STATUS;
 }
+
+/** Renders a {@link GatewayError} as the JSON error body with its status. */
+export function errorResponse(err: GatewayError, headers?: Record<string, string>): Response {
+  return new Response(JSON.stringify({ error: { code: err.code, message: err.rawMessage } }), {
+    status: err.status,
+    headers: { "content-type": "application/json; charset=UTF-8", ...headers },
+  });
+}
