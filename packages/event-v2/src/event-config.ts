@@ -170,3 +170,29 @@ export const CONFIG_LIMITS: Readonly<{ maxBound: number; maxTimeoutMs: number }>
   maxBound: MAX_BOUND,
   maxTimeoutMs: MAX_TIMEOUT_MS,
 });
+
+/**
+ * The effective configuration of a dispatcher: every field of `options` checked against the
+ * same bounds as {@link eventConfigFromEnv}, every missing one defaulted.
+ */
+export function resolveEventConfig(options: Partial<EventV2Config>): EventV2Config {
+  const d = DEFAULT_EVENT_CONFIG;
+  const bound = (name: keyof EventV2Config, min: number, max: number = MAX_BOUND): number =>
+    checkBound(name, (options[name] as number | undefined) ?? (d[name] as number), min, max);
+  const config: EventV2Config = Object.freeze({
+    pipelineEnabled: options.pipelineEnabled ?? d.pipelineEnabled,
+    queueBound: bound("queueBound", 1),
+    broadcastBound: bound("broadcastBound", 1),
+    maxBatchTriggerFanout: bound("maxBatchTriggerFanout", 0),
+    summaryKeySample: bound("summaryKeySample", 0),
+    payloadFormat: options.payloadFormat ?? d.payloadFormat,
+    maxTriggerDepth: bound("maxTriggerDepth", 0),
+    triggerTimeoutMs: bound("triggerTimeoutMs", 1, MAX_TIMEOUT_MS),
+  });
+  if (config.payloadFormat !== "protobuf" && config.payloadFormat !== "json") {
+    throw new EventV2Error("invalid_config", `payloadFormat=${String(config.payloadFormat)}`, {
+      variable: "payloadFormat",
+    });
+  }
+  return config;
+}

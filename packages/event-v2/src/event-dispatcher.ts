@@ -9,18 +9,18 @@ import type {
 import {
   CONFIG_LIMITS,
   checkBound,
-  DEFAULT_EVENT_CONFIG,
   type EventV2Config,
+  resolveEventConfig,
 } from "./event-config.js";
 import type { EventMetricsHooks, EventMetricsSnapshot } from "./event-metrics.js";
 import { type EventSubscription, Subscription } from "./event-subscription.js";
 import { EventV2Error } from "./event-v2-error.js";
 import { truncationOf } from "./fanout-cap.js";
 import type { MutationContext } from "./mutation-context.js";
-import { createTriggerInvocation, type TriggerInvocation } from "./trigger-invocation.js";
-import { collectFunctionTriggers, collectTriggers, type TriggerMatch } from "./trigger-matching.js";
+import { createTriggerFiring, callHook as safe } from "./trigger-firing.js";
+import { collectFunctionTriggers, collectTriggers } from "./trigger-matching.js";
 import { encodeTriggerPayload, triggerPayloadFields } from "./trigger-payload.js";
-import type { TriggerDispatchOptions, TriggerSink } from "./trigger-sink.js";
+import type { TriggerSink } from "./trigger-sink.js";
 
 /** Options of {@link createEventDispatcher}; every {@link EventV2Config} field may be given. */
 export interface EventDispatcherOptions extends Partial<EventV2Config> {
@@ -104,46 +104,6 @@ export interface EventDispatcher {
   close(options?: CloseOptions): Promise<ShutdownReport>;
 }
 
-function timeoutError(ms: number): DOMException {
-  return new DOMException(`trigger dispatch exceeded ${ms} ms`, "TimeoutError");
-}
-
-// One dispatch. Its AbortSignal is created only when the sink reads it (most synchronous
-// sinks never do).
-class Inflight {
-  readonly invocation: TriggerInvocation;
-  deadline = 0;
-  controller: AbortController | undefined = undefined;
-  done = false;
-  resolve: (() => void) | undefined = undefined;
-  constructor(invocation: TriggerInvocation) {
-    this.invocation = invocation;
-  }
-  get signal(): AbortSignal {
-    this.controller ??= new AbortController();
-    return this.controller.signal;
-  }
-}
-
-// What the sink sees: only the signal.
-class SinkOptions implements TriggerDispatchOptions {
-  readonly #rec: Inflight;
-  constructor(rec: Inflight) {
-    this.#rec = rec;
-  }
-  get signal(): AbortSignal {
-    return this.#rec.signal;
-  }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === "object" || typeof value === "function") &&
-    typeof (value as { then?: unknown }).then === "function"
-  );
-}
-
 /**
  * Creates the event dispatcher of one shard and starts its consumer.
  *
@@ -161,60 +121,13 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * ```
  */
 export function createEventDispatcher(options: EventDispatcherOptions = {}): EventDispatcher {
-  const d = DEFAULT_EVENT_CONFIG;
-  const { maxBound, maxTimeoutMs } = CONFIG_LIMITS;
-  const config: EventV2Config = Object.freeze({
-    pipelineEnabled: options.pipelineEnabled ?? d.pipelineEnabled,
-    queueBound: checkBound("queueBound", options.queueBound ?? d.queueBound, 1, maxBound),
-    broadcastBound: checkBound(
-      "broadcastBound",
-      options.broadcastBound ?? d.broadcastBound,
-      1,
-      maxBound,
-    ),
-    maxBatchTriggerFanout: checkBound(
-      "maxBatchTriggerFanout",
-      options.maxBatchTriggerFanout ?? d.maxBatchTriggerFanout,
-      0,
-      maxBound,
-    ),
-    summaryKeySample: checkBound(
-      "summaryKeySample",
-      options.summaryKeySample ?? d.summaryKeySample,
-      0,
-      maxBound,
-    ),
-    payloadFormat: options.payloadFormat ?? d.payloadFormat,
-    maxTriggerDepth: checkBound(
-      "maxTriggerDepth",
-      options.maxTriggerDepth ?? d.maxTriggerDepth,
-      0,
-      maxBound,
-    ),
-    triggerTimeoutMs: checkBound(
-      "triggerTimeoutMs",
-      options.triggerTimeoutMs ?? d.triggerTimeoutMs,
-      1,
-      maxTimeoutMs,
-    ),
-  });
-  if (config.payloadFormat !== "protobuf" && config.payloadFormat !== "json") {
-    throw new EventV2Error("invalid_config", `payloadFormat=${String(config.payloadFormat)}`, {
-      variable: "payloadFormat",
-    });
-  }
+  const config = resolveEventConfig(options);
   const sink = options.sink;
   const hooks: EventMetricsHooks = options.hooks ?? {};
   const now = options.now ?? Date.now;
 
   const queue = new BoundedRing<QueuedEvent>(config.queueBound);
   const subscribers = new Set<Subscription>();
-  const inflight = new Set<Inflight>();
-  // Deadlines in start order; the timeout is constant, so this is also deadline order and
-  // one timer for the earliest deadline serves every in-flight dispatch.
-  let deadlines: Inflight[] = [];
-  let deadlineHead = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
 
   const m = {
     accepted: 0,
@@ -239,14 +152,6 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
   let idleWaiters: (() => void)[] = [];
   let drainedAfterClose = 0;
   let closeReport: Promise<ShutdownReport> | undefined;
-
-  function safe(fn: () => void): void {
-    try {
-      fn();
-    } catch {
-      // Metric hooks must never break the write path or the consumer.
-    }
-  }
 
   function offer(build: (seq: number) => QueuedEvent): EnqueueResult {
     if (!config.pipelineEnabled) return { accepted: false, reason: "disabled" };
@@ -287,127 +192,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
     }
   }
 
-  function armTimer(): void {
-    while (deadlineHead < deadlines.length && (deadlines[deadlineHead] as Inflight).done) {
-      deadlineHead++;
-    }
-    if (deadlineHead > 1024 && deadlineHead * 2 > deadlines.length) {
-      deadlines = deadlines.slice(deadlineHead);
-      deadlineHead = 0;
-    }
-    const head = deadlines[deadlineHead];
-    if (head === undefined) {
-      deadlines = [];
-      deadlineHead = 0;
-      return;
-    }
-    timer = setTimeout(onTimer, Math.max(0, head.deadline - performance.now()));
-  }
-
-  function onTimer(): void {
-    timer = undefined;
-    const t = performance.now();
-    while (deadlineHead < deadlines.length) {
-      const rec = deadlines[deadlineHead] as Inflight;
-      if (!rec.done) {
-        if (rec.deadline > t) break;
-        settle(rec, "timeout", timeoutError(config.triggerTimeoutMs));
-      }
-      deadlineHead++;
-    }
-    armTimer();
-  }
-
-  function settle(rec: Inflight, outcome: "ok" | "error" | "timeout", err?: unknown): void {
-    if (rec.done) return;
-    rec.done = true;
-    inflight.delete(rec);
-    if (inflight.size === 0 && timer !== undefined) {
-      // Nothing left to time out: drop the timer so an idle or closed dispatcher holds no
-      // handle that keeps the process alive.
-      clearTimeout(timer);
-      timer = undefined;
-      deadlines = [];
-      deadlineHead = 0;
-    }
-    if (outcome === "ok") succeeded(rec.invocation);
-    else {
-      if (outcome === "timeout") rec.controller?.abort(err);
-      failed(rec.invocation.match, err, outcome === "timeout");
-    }
-    rec.resolve?.();
-  }
-
-  function succeeded(invocation: TriggerInvocation): void {
-    m.triggersDispatched++;
-    if (hooks.onTriggerDispatched) safe(() => hooks.onTriggerDispatched?.(invocation));
-  }
-
-  // Hands one invocation to the sink. A synchronous sink costs no promise, timer or
-  // AbortController (the signal is created on first access); an asynchronous one is
-  // bounded by `triggerTimeoutMs` even when it ignores its signal.
-  function dispatchOne(invocation: TriggerInvocation): Promise<void> | undefined {
-    const rec = new Inflight(invocation);
-    let result: unknown;
-    try {
-      result = (sink as TriggerSink).dispatch(invocation, new SinkOptions(rec));
-    } catch (err) {
-      failed(invocation.match, err, false);
-      return undefined;
-    }
-    if (!isThenable(result)) {
-      succeeded(invocation);
-      return undefined;
-    }
-    rec.deadline = performance.now() + config.triggerTimeoutMs;
-    inflight.add(rec);
-    deadlines.push(rec);
-    if (timer === undefined) armTimer();
-    return new Promise<void>((resolve) => {
-      rec.resolve = resolve;
-      result.then(
-        () => settle(rec, "ok"),
-        (err: unknown) => settle(rec, "error", err),
-      );
-    });
-  }
-
-  function failed(match: TriggerMatch, err: unknown, timedOut: boolean): void {
-    m.triggerFailures++;
-    if (timedOut) m.triggerTimeouts++;
-    if (hooks.onTriggerFailure) safe(() => hooks.onTriggerFailure?.(match, err, timedOut));
-  }
-
-  function fire<M extends TriggerMatch>(
-    matches: readonly M[],
-    depth: number,
-    payloadOf: (match: M) => Uint8Array,
-  ): Promise<unknown> | undefined {
-    if (matches.length === 0) return undefined;
-    const next = depth + 1;
-    let pending: Promise<void>[] | undefined;
-    for (const match of matches) {
-      if (next > config.maxTriggerDepth) {
-        m.triggerDepthExceeded++;
-        if (hooks.onDepthExceeded) safe(() => hooks.onDepthExceeded?.(match, next));
-        continue;
-      }
-      let invocation: TriggerInvocation;
-      try {
-        invocation = createTriggerInvocation(match, payloadOf(match), next);
-      } catch (err) {
-        // e.g. a target whose fields cannot be encoded; counted, never fatal.
-        failed(match, err, false);
-        continue;
-      }
-      const p = dispatchOne(invocation);
-      if (p !== undefined) {
-        pending ??= [];
-        pending.push(p);
-      }
-    }
-    return pending === undefined ? undefined : Promise.all(pending);
-  }
+  const firing = sink === undefined ? undefined : createTriggerFiring(sink, config, m, hooks);
 
   function processMutation(ev: MutationEvent): Promise<unknown> | undefined {
     const ctx = ev.ctx;
@@ -435,10 +220,10 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
       if (hooks.onTruncated) safe(() => hooks.onTruncated?.(summary));
       broadcast({ kind: "truncated", seq: ev.seq, summary });
     }
-    if (sink === undefined || ctx.eventConfig === undefined) return undefined;
+    if (firing === undefined || ctx.eventConfig === undefined) return undefined;
     const limit = summary === undefined ? ctx.changed.length : summary.emitted;
     const matches = collectTriggers(ctx, ctx.eventConfig, limit);
-    return fire(matches, ev.triggerDepth, (match) =>
+    return firing.fire(matches, ev.triggerDepth, (match) =>
       encodeTriggerPayload(
         triggerPayloadFields({
           source: ctx,
@@ -456,9 +241,9 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
     const o = ev.outcome;
     broadcast(ev);
     m.functionOutcomes++;
-    if (sink === undefined) return undefined;
+    if (firing === undefined) return undefined;
     const matches = collectFunctionTriggers(o.eventConfig, o.fnId, o.outcome);
-    return fire(matches, o.triggerDepth ?? 0, (match) =>
+    return firing.fire(matches, o.triggerDepth ?? 0, (match) =>
       encodeTriggerPayload(
         triggerPayloadFields({
           source: o,
@@ -523,7 +308,12 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
     },
     subscribe(opts) {
       if (closed) throw new EventV2Error("closed", "the event dispatcher is closed");
-      const size = checkBound("bufferSize", opts?.bufferSize ?? config.broadcastBound, 1, maxBound);
+      const size = checkBound(
+        "bufferSize",
+        opts?.bufferSize ?? config.broadcastBound,
+        1,
+        CONFIG_LIMITS.maxBound,
+      );
       const sub = new Subscription(size, (s) => subscribers.delete(s));
       subscribers.add(sub);
       return sub;
@@ -545,11 +335,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
       let discarded = 0;
       const abortRest = (): void => {
         discarded += queue.clear();
-        const reason = new EventV2Error("closed", "dispatcher closed");
-        for (const rec of [...inflight]) {
-          rec.controller?.abort(reason);
-          settle(rec, "error", reason);
-        }
+        firing?.abortAll(new EventV2Error("closed", "dispatcher closed"));
       };
       if (!drain) abortRest();
       const signal = opts?.signal;
