@@ -19,6 +19,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
+import http2 from "node:http2";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -175,6 +176,47 @@ function checkComm(pid: number, want: string): void {
   const comm = readProcStat(pid)?.comm;
   if (comm === undefined || !comm.startsWith(want))
     throw new Error(`pid ${pid} is "${comm}", expected the ${want} server itself`);
+}
+
+/**
+ * The transport's ceiling: a raw `node:http2` server (children/h2-grpc-child.ts) answering
+ * every call with an empty gRPC reply, on the same Node as odgm. `served` asks it how many
+ * calls it answered.
+ */
+async function startH2Ceiling(): Promise<{
+  child: Child;
+  port: number;
+  served: () => Promise<number>;
+}> {
+  const child = await startChild({
+    name: "h2-grpc",
+    command: process.execPath,
+    args: [
+      "--experimental-strip-types",
+      "--no-warnings",
+      fileURLToPath(new URL("./children/h2-grpc-child.ts", import.meta.url)),
+    ],
+    ready: /BENCH_READY (\d+)/,
+  });
+  const port = Number(child.ready[1]);
+  const served = (): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const session = http2.connect(`http://127.0.0.1:${port}`);
+      session.on("error", reject);
+      const req = session.request({ ":method": "GET", ":path": "/count" });
+      let text = "";
+      req.setEncoding("utf8");
+      req.on("data", (d: string) => {
+        text += d;
+      });
+      req.on("end", () => {
+        session.close();
+        resolve(Number(text));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  return { child, port, served };
 }
 
 async function odgmVersion(c: Client<typeof DataService>, objectId: bigint): Promise<number> {
@@ -584,6 +626,10 @@ async function main(): Promise<void> {
     stops.push(() => etcd.stop());
     checkComm(etcd.child.pid, "etcd");
     log(`etcd pid ${etcd.child.pid} client port ${etcd.port}`);
+    const h2 = await startH2Ceiling();
+    stops.push(() => h2.child.stop());
+    checkComm(h2.child.pid, "node");
+    log(`raw node:http2 server pid ${h2.child.pid} port ${h2.port}`);
 
     // A real gRPC client (connect-node) for the checks: one call through it first.
     const client = grpcClient(odgm.url);
@@ -795,6 +841,22 @@ async function main(): Promise<void> {
             path: "/etcdserverpb.KV/Put",
             body: etcdOne,
             counter: () => etcd.revision(),
+          }),
+      },
+      {
+        id: W.h2Empty,
+        server: "raw node:http2 (no storage)",
+        generator: gl,
+        target: "gRPC-framed empty reply: the transport's ceiling",
+        pid: h2.child.pid,
+        run: () =>
+          grpcLoadRun({
+            bin: grpcLoad,
+            pid: h2.child.pid,
+            port: h2.port,
+            path: "/oprc.DataService/SetValue",
+            body: odgmMany,
+            counter: h2.served,
           }),
       },
     ];

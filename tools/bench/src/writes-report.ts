@@ -32,6 +32,7 @@ export const W = {
   etcdOne: "etcd.Put/1key",
   etcdOneGl: "etcd.Put/1key/grpc-load",
   etcdMany: "etcd.Put/10k",
+  h2Empty: "node.http2/empty",
 } as const;
 
 /** The same-run ratios the benchmark exists for, first the three the issue asks about. */
@@ -43,6 +44,8 @@ export const WRITE_RATIOS: readonly PairRow[] = [
   { label: "ODGM one object / etcd one key", a: W.odgmOne, b: W.etcdOne },
   { label: "ODGM 10k objects / ODGM one object", a: W.odgmMany, b: W.odgmOne },
   { label: "ODGM one object: 1 connection / 64 connections", a: W.odgmOneConn, b: W.odgmOne },
+  { label: "ODGM 10k objects / raw node:http2 empty reply", a: W.odgmMany, b: W.h2Empty },
+  { label: "ODGM one object / raw node:http2 empty reply", a: W.odgmOneGl, b: W.h2Empty },
 ];
 
 /** Generator cross-checks: the same subject driven by grpc-load and by h2load. */
