@@ -1,26 +1,16 @@
-// Runs the README's library example, verbatim, against a real legacy database in ./data.
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+// Runs the README's library example as written (@oprc/test-config/readme) in a folder whose
+// ./data holds a legacy database of three objects.
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { createEntryStore } from "@oprc/entry-store";
 import { openRocksEngine } from "@oprc/entry-store/rocksdb";
 import { ValDataSchema } from "@oprc/grpc-api/messages";
-import { expect, it, vi } from "vitest";
-import { runBackfill } from "./index.js";
+import { runReadmeExample } from "@oprc/test-config/readme";
+import { expect, it } from "vitest";
 
-const EXAMPLE = `const summary = await runBackfill({
-  collection: "orders",
-  partition: 0,
-  dataDir: "./data",
-  verify: true,
-});
-console.log(\`\${summary.converted} converted, \${summary.remaining} remaining, ok: \${summary.ok}\`);`;
-
-it("the README example converts a legacy database", async () => {
-  const readme = await readFile(new URL("../README.md", import.meta.url), "utf8");
-  expect(readme).toContain(`import { runBackfill } from "@oprc/backfill";\n\n${EXAMPLE}`);
-
+it("the README example converts a legacy database", { timeout: 30_000 }, async () => {
   const cwd = process.cwd();
   const dir = await mkdtemp(join(tmpdir(), "odgm-backfill-readme-"));
   try {
@@ -34,19 +24,14 @@ it("the README example converts a legacy database", async () => {
     await engine.close();
 
     process.chdir(dir);
-    const log = vi.spyOn(console, "log").mockImplementation(() => {});
-    // The example, as written in the README.
-    const summary = await runBackfill({
-      collection: "orders",
-      partition: 0,
-      dataDir: "./data",
-      verify: true,
+    const { expected, printed } = await runReadmeExample({
+      readme: new URL("../README.md", import.meta.url),
+      packageName: "@oprc/backfill",
+      entry: new URL("./index.ts", import.meta.url),
+      heading: "## As a library",
     });
-    console.log(
-      `${summary.converted} converted, ${summary.remaining} remaining, ok: ${summary.ok}`,
-    );
-    expect(log).toHaveBeenCalledWith("3 converted, 0 remaining, ok: true");
-    log.mockRestore();
+    expect(expected).toEqual(["3 converted, 0 remaining, ok: true"]);
+    expect(printed).toEqual(expected);
   } finally {
     process.chdir(cwd);
     await rm(dir, { recursive: true, force: true });

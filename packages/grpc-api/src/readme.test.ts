@@ -1,17 +1,14 @@
-import { readFileSync } from "node:fs";
+// Runs the README's example as written (@oprc/test-config/readme) and checks what it prints.
+import { runReadmeExample } from "@oprc/test-config/readme";
 import { expect, it } from "vitest";
-import { main } from "../test/fixtures/readme-example.js";
 
-it("the README example is the tested file, verbatim", () => {
-  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-  const example = readFileSync(
-    new URL("../test/fixtures/readme-example.ts", import.meta.url),
-    "utf8",
-  );
-  const block = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
-  expect(block).toBe(example);
-});
-
-it("the README example serves and answers over gRPC", async () => {
-  expect(await main()).toBe("alice@example.com (version 1)");
+it("runs the README example and prints what the README says", { timeout: 30_000 }, async () => {
+  const { expected, printed } = await runReadmeExample({
+    readme: new URL("../README.md", import.meta.url),
+    packageName: "@oprc/grpc-api",
+    entry: new URL("./index.ts", import.meta.url),
+    heading: "## Host the API over your own data plane",
+  });
+  expect(expected).toEqual(["alice@example.com 1n"]);
+  expect(printed).toEqual(expected);
 });
