@@ -4,10 +4,22 @@
 // node on RocksDB) run these cases, through connect-node and through Google's gRPC C-core,
 // and compare the transcripts. Each case is a function of a recorded call, so a suite runs
 // it inside its own `describe` against its own server; the cases run in this order on one
-// server that serves collection "c" with partitions 0..2, empty at the start.
+// server that serves collection "c" with partitions 0..2, empty at the start, whose
+// functions are `echo` (answers the payload reversed, invocation id "inv-echo"), `fail`
+// (answers APP_ERROR) and `f` (answers "numeric:<id>:f" or "string:<id>:f").
+import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { expect } from "vitest";
-import { DataService, ValType } from "../../src/index.js";
+import {
+  CapabilitiesRequestSchema,
+  DataService,
+  InvocationRequestSchema,
+  ObjectInvocationRequestSchema,
+  OprcFunction,
+  ResponseStatus,
+  StatsRequestSchema,
+  ValType,
+} from "../../src/index.js";
 import type { RecordedCall } from "./transcripts.js";
 
 /** One case of the scenario. */
@@ -20,6 +32,7 @@ export interface DataServiceCase {
 }
 
 const M = DataService.method;
+const F = OprcFunction.method;
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 const text = (b: Uint8Array | undefined): string | undefined =>
   b === undefined ? undefined : new TextDecoder().decode(b);
@@ -304,6 +317,61 @@ async function badInput(call: RecordedCall): Promise<void> {
   expect((await call(M.get, { ...base, objectId: 2n })).code).toBe(Code.NotFound);
 }
 
+async function statsAndInvocations(call: RecordedCall): Promise<void> {
+  const stats = await call(M.stats, create(StatsRequestSchema));
+  expect(stats.code).toBe(0);
+  const shards = stats.responses[0]?.shards ?? [];
+  expect(shards.find((s) => s.collection === "c" && s.partitionId === 2)?.count).toBe(3n);
+
+  const caps = await call(M.capabilities, create(CapabilitiesRequestSchema));
+  expect(caps.responses[0]).toMatchObject({
+    stringIds: true,
+    stringEntryKeys: true,
+    granularEntryStorage: true,
+    eventPipelineV2: true,
+  });
+
+  const fn = await call(
+    F.invokeFn,
+    create(InvocationRequestSchema, {
+      clsId: "c",
+      partitionId: 1,
+      fnId: "echo",
+      options: { a: "b" },
+      payload: utf8("abc"),
+    }),
+  );
+  expect(fn.code).toBe(0);
+  expect(text(fn.responses[0]?.payload)).toBe("cba");
+  expect(fn.responses[0]?.invocationId).toBe("inv-echo");
+  const failing = await call(F.invokeFn, { clsId: "c", partitionId: 1, fnId: "fail" });
+  expect(failing.code).toBe(0);
+  expect(failing.responses[0]?.status).toBe(ResponseStatus.APP_ERROR);
+  const byNum = await call(
+    F.invokeObj,
+    create(ObjectInvocationRequestSchema, { clsId: "c", partitionId: 1, objectId: 5n, fnId: "f" }),
+  );
+  expect(text(byNum.responses[0]?.payload)).toBe("numeric:5:f");
+  const byStr = await call(F.invokeObj, {
+    clsId: "c",
+    partitionId: 1,
+    objectIdStr: "Obj-A",
+    fnId: "f",
+  });
+  expect(text(byStr.responses[0]?.payload)).toBe("string:obj-a:f");
+
+  const refused = [
+    await call(F.invokeFn, { clsId: "c", partitionId: 1 }),
+    await call(F.invokeObj, { clsId: "c", partitionId: 1, fnId: "f" }),
+    await call(F.invokeFn, { clsId: "nope", partitionId: 0, fnId: "f" }),
+  ];
+  expect(refused.map((r) => r.code)).toEqual([
+    Code.InvalidArgument,
+    Code.InvalidArgument,
+    Code.NotFound,
+  ]);
+}
+
 /** The cases, in the order a suite runs them on one server. */
 export const DATA_SERVICE_SCENARIO: readonly DataServiceCase[] = [
   {
@@ -320,6 +388,11 @@ export const DATA_SERVICE_SCENARIO: readonly DataServiceCase[] = [
     name: "list",
     title: "ListValues and ListObjects stream pages with cursors; prefixes return longer keys",
     run: listing,
+  },
+  {
+    name: "invoke",
+    title: "Stats, Capabilities, InvokeFn and InvokeObj",
+    run: statsAndInvocations,
   },
   {
     name: "status",
