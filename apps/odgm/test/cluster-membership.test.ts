@@ -91,6 +91,11 @@ describe("membership changes under load", () => {
       expect(caughtUp, cluster.output(4).slice(-3000)).toBeGreaterThanOrEqual(0);
       await post(3, "/api/cluster/membership", { group: "*", change: "promote", nodeId: 4 });
       await post(4, "/api/cluster/membership", { group: "*", change: "remove", nodeId: 1 });
+      // The removal is acknowledged once committed; node 2 applies it when it learns the
+      // commit index, so it is polled rather than read once.
+      const sameVoters = (v: Awaited<ReturnType<typeof clusterView>>): boolean =>
+        (v?.groups.length ?? 0) > 0 && (v?.groups ?? []).every((g) => g.voters.join() === "2,3,4");
+      await waitFor(async () => sameVoters(await clusterView(cluster.url(2))), 10_000);
       const view = await clusterView(cluster.url(2));
       for (const g of view?.groups ?? []) {
         expect(g.voters, g.group).toEqual([2, 3, 4]);

@@ -7,15 +7,12 @@
 import { execFileSync } from "node:child_process";
 import {
   closeSync,
-  existsSync,
   fdatasyncSync,
   mkdirSync,
   mkdtempSync,
   openSync,
-  readdirSync,
   readFileSync,
   rmSync,
-  statSync,
   writeFileSync,
   writeSync,
 } from "node:fs";
@@ -39,7 +36,8 @@ import {
 } from "./generator-output.js";
 import { fmtLoad, machineInfo } from "./machine.js";
 import type { Sample } from "./measure.js";
-import { processCpuUs, readProcStat, reapedChildrenCpuUs } from "./proc-stat.js";
+import { checkComm, odgmBin, odgmListing } from "./odgm-bin.js";
+import { processCpuUs, reapedChildrenCpuUs } from "./proc-stat.js";
 import { type Child, killAllChildren, rssBytes, startChild } from "./processes.js";
 import { type RedisInstance, startRedis } from "./redis.js";
 import { percentile, permutation } from "./stats.js";
@@ -115,42 +113,6 @@ function log(msg: string): void {
 
 // ------------------------------------------------------------------------------ odgm
 
-/** Newest modification time (ms) of files under `dir` accepted by `keep`; 0 when none. */
-function newest(dir: string, keep: (f: string) => boolean): number {
-  if (!existsSync(dir)) return 0;
-  let t = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) t = Math.max(t, newest(p, keep));
-    else if (keep(e.name)) t = Math.max(t, statSync(p).mtimeMs);
-  }
-  return t;
-}
-
-/**
- * The built `odgm` bin (what users run). Refuses a missing or stale build: the root
- * `bench:writes` script builds first; `pnpm --filter @oprc/bench bench:writes` does not.
- */
-function odgmBin(): string {
-  const bin = path.join(REPO, "apps", "odgm", "dist", "bin", "odgm.js");
-  const hint = "build first: npx -y pnpm@10.34.9 build (the root `bench:writes` script does)";
-  if (!existsSync(bin)) throw new Error(`${bin} is missing; ${hint}`);
-  const dirs = [path.join(REPO, "apps", "odgm")];
-  for (const p of readdirSync(path.join(REPO, "packages")))
-    dirs.push(path.join(REPO, "packages", p));
-  const stale: string[] = [];
-  for (const d of dirs) {
-    const src = newest(
-      path.join(d, "src"),
-      (f) => f.endsWith(".ts") && !/\.(test|bench|test-d)\.ts$/.test(f),
-    );
-    const dist = newest(path.join(d, "dist"), (f) => f.endsWith(".js"));
-    if (src > 0 && src > dist) stale.push(path.relative(REPO, d));
-  }
-  if (stale.length > 0) throw new Error(`dist is older than src in ${stale.join(", ")}; ${hint}`);
-  return bin;
-}
-
 async function startOdgm(dataDir: string): Promise<{ child: Child; url: string; port: number }> {
   const child = await startChild({
     name: "odgm",
@@ -169,13 +131,6 @@ async function startOdgm(dataDir: string): Promise<{ child: Child; url: string; 
     ready: /"url":"(http:\/\/127\.0\.0\.1:(\d+))"/,
   });
   return { child, url: child.ready[1] as string, port: Number(child.ready[2]) };
-}
-
-/** The process is the server itself (not a wrapper script): its name is `want`. */
-function checkComm(pid: number, want: string): void {
-  const comm = readProcStat(pid)?.comm;
-  if (comm === undefined || !comm.startsWith(want))
-    throw new Error(`pid ${pid} is "${comm}", expected the ${want} server itself`);
 }
 
 /**
@@ -222,30 +177,6 @@ async function startH2Ceiling(): Promise<{
 async function odgmVersion(c: Client<typeof DataService>, objectId: bigint): Promise<number> {
   const r = await c.getValue({ clsId: COLLECTION, partitionId: 0, objectId, keyStr: KEY });
   return Number(r.objectVersion ?? 0n);
-}
-
-/** Live objects of the partition and the sum of their versions (ListObjects, all pages). */
-async function odgmListing(
-  c: Client<typeof DataService>,
-): Promise<{ count: number; versionSum: number }> {
-  let count = 0;
-  let versionSum = 0;
-  let cursor: Uint8Array | undefined;
-  for (;;) {
-    let next: Uint8Array | undefined;
-    for await (const e of c.listObjects({
-      clsId: COLLECTION,
-      partitionId: 0,
-      limit: 1024,
-      ...(cursor === undefined ? {} : { cursor }),
-    })) {
-      count++;
-      versionSum += Number(e.version);
-      next = e.nextCursor;
-    }
-    if (next === undefined || next.length === 0) return { count, versionSum };
-    cursor = next;
-  }
 }
 
 // --------------------------------------------------------------------------- subjects
@@ -676,7 +607,7 @@ async function main(): Promise<void> {
     pipe.hset("h:hot", KEY, Buffer.from(VALUE));
     await pipe.exec();
     ack(redis.child.pid, DISTINCT + 1);
-    const listing = async (): Promise<number> => (await odgmListing(client)).versionSum;
+    const listing = async (): Promise<number> => (await odgmListing(client, COLLECTION)).versionSum;
     const hot = (): Promise<number> => odgmVersion(client, HOT_OBJECT);
 
     const h2c = (c: number): string => `h2load -c ${c} -m ${INFLIGHT / c}`;
@@ -899,7 +830,7 @@ async function main(): Promise<void> {
 
     // The end state of every server, against what the generators saw succeed.
     const checks: string[] = [];
-    const list = await odgmListing(client);
+    const list = await odgmListing(client, COLLECTION);
     const stats = await client.stats({});
     const live = stats.shards.reduce((a, s) => a + Number(s.count), 0);
     const hotVersion = await hot();

@@ -10,6 +10,7 @@ import {
   createPrng,
   createRaft,
   type Entry,
+  type HardState,
   type LogStore,
   type Message,
   type Raft,
@@ -97,6 +98,10 @@ export class RaftGroup<R> {
   private readonly reads = new Map<string, { resolve(): void; reject(e: unknown): void }>();
   private snapshotsInstalled = 0;
   private snapshotsSent = 0;
+  /** The term and vote last made durable (a change of either must be synced before acting). */
+  private durable: { term: number; vote: number };
+  /** A hard state whose only change is the commit index, saved with the next synced write. */
+  private unsavedHardState: HardState | undefined;
 
   private constructor(
     private readonly o: RaftGroupOptions<R>,
@@ -104,6 +109,8 @@ export class RaftGroup<R> {
   ) {
     this.id = o.id;
     this.raft = raft;
+    const hs = o.storage.initialState().hardState;
+    this.durable = { term: hs.term, vote: hs.vote };
   }
 
   /** Opens (bootstrapping when new and `bootstrapVoters` is given) a group. */
@@ -341,12 +348,27 @@ export class RaftGroup<R> {
 
   private async handle(rd: Ready): Promise<void> {
     if (rd.softState !== undefined) this.o.onSoftState?.(rd.softState.role, rd.softState.lead);
-    if (rd.snapshot !== undefined || rd.entries.length > 0 || rd.hardState !== undefined) {
+    // As etcd's MustSync: entries, a snapshot, or a new term or vote must be durable before
+    // anything is sent or applied; a hard state that only moves the commit index need not
+    // be (a restarted node learns the commit index again from the leader, and entries it
+    // already applied are skipped by the applied index stored with the data), so it waits
+    // for the next synced write instead of costing an fsync of its own on every commit.
+    const hs = rd.hardState ?? this.unsavedHardState;
+    const mustSync =
+      rd.snapshot !== undefined ||
+      rd.entries.length > 0 ||
+      (rd.hardState !== undefined &&
+        (rd.hardState.term !== this.durable.term || rd.hardState.vote !== this.durable.vote));
+    if (mustSync) {
       await this.o.storage.save({
         entries: rd.entries,
-        ...(rd.hardState !== undefined ? { hardState: rd.hardState } : {}),
+        ...(hs !== undefined ? { hardState: hs } : {}),
         ...(rd.snapshot !== undefined ? { snapshot: rd.snapshot } : {}),
       });
+      if (hs !== undefined) this.durable = { term: hs.term, vote: hs.vote };
+      this.unsavedHardState = undefined;
+    } else if (rd.hardState !== undefined) {
+      this.unsavedHardState = rd.hardState;
     }
     if (rd.snapshot !== undefined) {
       await this.o.stateMachine.restore(rd.snapshot.data, rd.snapshot.metadata.index);
