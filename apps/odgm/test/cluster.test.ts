@@ -1,5 +1,6 @@
 // Three real odgm processes on loopback: replicated collections, any node answering any
 // request, CAS races across nodes, and a restart of the whole cluster.
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
@@ -7,6 +8,7 @@ import {
   CollectionService,
   DataService,
   RaftMessageType as MessageType,
+  type RaftBatchSchema,
   type RaftMessageType,
   RaftService,
 } from "@oprc/grpc-api";
@@ -145,14 +147,20 @@ describe("a three-node cluster", () => {
 
   it("refuses malformed Raft traffic from a peer, logs it, and keeps serving", async () => {
     const raft = createClient(RaftService, createGrpcTransport({ baseUrl: cluster.url(2) }));
+    const send = (batch: MessageInitShape<typeof RaftBatchSchema>) =>
+      raft.stream(
+        (async function* () {
+          yield batch;
+        })(),
+      );
     // A batch meant for another node is refused outright.
-    const wrongNode = await raft.send({ fromNode: 1n, toNode: 3n, messages: [] }).then(
+    const wrongNode = await send({ fromNode: 1n, toNode: 3n, messages: [] }).then(
       () => "ok",
       (e: unknown) => ConnectError.from(e).code,
     );
     expect(wrongNode).toBe(Code.InvalidArgument);
     // Malformed messages inside a batch are dropped one by one and logged.
-    await raft.send({
+    await send({
       fromNode: 1n,
       toNode: 2n,
       messages: [
@@ -172,12 +180,14 @@ describe("a three-node cluster", () => {
       ],
     });
     // Bytes that are not a RaftBatch at all.
-    const garbage = await fetch(`${cluster.url(2)}/oprc.RaftService/Send`, {
+    const garbage = await fetch(`${cluster.url(2)}/oprc.RaftService/Stream`, {
       method: "POST",
       headers: { "content-type": "application/connect+proto", "connect-protocol-version": "1" },
       body: new Uint8Array([0, 0, 0, 0, 3, 0xff, 0xff, 0xff]),
     });
-    expect(garbage.status).not.toBe(200);
+    // A Connect stream reports its error in the end-of-stream message, not the HTTP status.
+    const answer = new TextDecoder().decode(await garbage.arrayBuffer());
+    expect(answer).toMatch(/"error":\{"code":"(invalid_argument|internal)"/);
     await eventually(async () => {
       const refused = cluster.output(2).split("refused a malformed Raft message").length - 1;
       if (refused < 3) throw new Error(`${refused} refusals logged`);

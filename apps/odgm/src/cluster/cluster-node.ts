@@ -209,7 +209,7 @@ export class ClusterNode {
         this.o.logger.warn({ err, from }, "refused a malformed Raft message from a peer"),
     });
     return {
-      send: receive.send,
+      stream: receive.stream,
       propose: async (req: ProposeRequest) => {
         const g = this.groups.get(req.group);
         if (g === undefined)

@@ -1,5 +1,5 @@
-// RaftGroup driving three in-process replicas over an in-memory network: proposals,
-// linearizable reads, not-leader answers, compaction and catch-up by snapshot.
+// RaftGroup driving in-process replicas over an in-memory network: proposals, linearizable
+// reads, not-leader answers, applies overlapping the log, compaction and catch-up by snapshot.
 import { createMemoryLogStore, type Entry, type Message } from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
 import { RaftGroup, type StateMachine } from "./raft-group.js";
@@ -11,10 +11,13 @@ const dec = new TextDecoder();
 class ListMachine implements StateMachine<number> {
   items: string[] = [];
   applied = 0;
+  /** While set, every apply waits for it (a slow state machine). */
+  gate: Promise<void> | undefined;
   appliedIndex(): number {
     return this.applied;
   }
   async apply(entries: readonly Entry[]): Promise<number[]> {
+    await this.gate;
     const out: number[] = [];
     for (const e of entries) {
       if (e.type === "normal" && e.data.byteLength > 0) this.items.push(dec.decode(e.data));
@@ -133,5 +136,39 @@ describe("RaftGroup", () => {
     for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 20; i++) await c.tick(1);
     expect(c.machines.get(lagging)?.items).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
     expect(c.groups.get(lagging)?.status().snapshotsInstalled).toBeGreaterThan(0);
+  });
+
+  it("applies on a queue of its own: the log commits on while the state machine is busy, and reads wait for it", async () => {
+    const c = await cluster([1]);
+    const leader = c.leader() as RaftGroup<number>;
+    const sm = c.machines.get(1) as ListMachine;
+    let release = (): void => undefined;
+    sm.gate = new Promise((r) => {
+      release = r;
+    });
+    const a = leader.propose(enc.encode("a"));
+    const b = leader.propose(enc.encode("b"));
+    const lastIndex = leader.status().lastIndex;
+    // Both entries become durable and committed although the first apply has not returned.
+    for (let i = 0; i < 100 && leader.status().commit < lastIndex; i++) {
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    expect(leader.status().commit).toBe(lastIndex);
+    expect(sm.items).toEqual([]);
+    expect(leader.status().applied).toBeLessThan(lastIndex);
+    // A linearizable read is answered only once the state machine has caught up.
+    let read = false;
+    const r = leader.readIndex().then(() => {
+      read = true;
+    });
+    await new Promise((res) => setTimeout(res, 20));
+    expect(read).toBe(false);
+    release();
+    sm.gate = undefined;
+    expect((await a).result).toBe(1);
+    expect((await b).result).toBe(2);
+    await r;
+    expect(sm.items).toEqual(["a", "b"]);
+    expect(leader.status().applied).toBe(lastIndex);
   });
 });

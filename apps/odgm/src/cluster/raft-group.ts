@@ -84,9 +84,18 @@ export interface RaftGroupStatus extends RaftStatus {
 
 let readSeq = 0;
 
+/** What a leader may send before its own write of the same Ready is durable. */
+const REPLICATION: ReadonlySet<Message["type"]> = new Set(["app", "heartbeat", "snap"]);
+
+/** Committed batches queued for the state machine at most before a Ready waits for them. */
+const MAX_APPLY_BACKLOG = 8;
+
 /**
- * A Raft group driven on this node. All work is serialized: one Ready at a time is
- * persisted, sent and applied before the next is taken.
+ * A Raft group driven on this node. One Ready at a time is persisted and sent; its
+ * committed entries are applied in order on a queue of their own, so the state machine's
+ * writes overlap the next Ready's log write instead of adding to it (as etcd's apply
+ * loop). A membership change, a snapshot, or a backlog beyond {@link MAX_APPLY_BACKLOG}
+ * waits for the queue.
  */
 export class RaftGroup<R> {
   readonly id: string;
@@ -95,10 +104,13 @@ export class RaftGroup<R> {
   private again = false;
   private closed = false;
   private readonly proposals = new Map<number, PendingProposal<R>>();
+  /** The apply queue's tail: resolves once every batch handed to it is applied. */
+  private applyQueue: Promise<void> = Promise.resolve();
+  private applyBacklog = 0;
   private readonly reads = new Map<string, { resolve(): void; reject(e: unknown): void }>();
   private snapshotsInstalled = 0;
   private snapshotsSent = 0;
-  /** The term and vote last made durable (a change of either must be synced before acting). */
+  /** The term and vote last made durable (a Ready that changes either sends nothing early). */
   private durable: { term: number; vote: number };
   /** A hard state whose only change is the commit index, saved with the next synced write. */
   private unsavedHardState: HardState | undefined;
@@ -201,8 +213,11 @@ export class RaftGroup<R> {
   }
 
   status(): RaftGroupStatus {
+    const st = this.raft.status();
     return {
-      ...this.raft.status(),
+      ...st,
+      // What reads see: the state machine may still be applying what the core counts as applied.
+      applied: Math.min(st.applied, this.o.stateMachine.appliedIndex()),
       group: this.id,
       lastSnapshotIndex: this.o.storage.snapshot().metadata.index,
       snapshotsInstalled: this.snapshotsInstalled,
@@ -299,6 +314,7 @@ export class RaftGroup<R> {
     if (this.closed) return;
     this.closed = true;
     await this.running;
+    await this.applyQueue;
     const err = groupClosed(this.id);
     for (const p of this.proposals.values()) p.reject(err);
     this.proposals.clear();
@@ -333,33 +349,60 @@ export class RaftGroup<R> {
       try {
         await this.handle(rd);
       } catch (err) {
-        // A failed disk write or apply cannot be skipped: stop driving this group.
-        this.o.onError?.(err, "ready");
-        this.closed = true;
-        for (const p of this.proposals.values()) p.reject(err);
-        this.proposals.clear();
-        for (const r of this.reads.values()) r.reject(err);
-        this.reads.clear();
+        this.fail(err);
         return;
       }
       this.raft.advance();
     }
   }
 
+  /** A failed disk write or apply cannot be skipped: stops driving this group. */
+  private fail(err: unknown): void {
+    if (this.closed && this.proposals.size === 0 && this.reads.size === 0) return;
+    this.o.onError?.(err, "ready");
+    this.closed = true;
+    for (const p of this.proposals.values()) p.reject(err);
+    this.proposals.clear();
+    for (const r of this.reads.values()) r.reject(err);
+    this.reads.clear();
+  }
+
+  /** Queues `entries` for the state machine behind every batch queued before. */
+  private enqueueApply(entries: readonly Entry[]): void {
+    this.applyBacklog++;
+    this.applyQueue = this.applyQueue
+      .then(() => (this.closed ? undefined : this.apply(entries)))
+      .then(
+        () => {
+          this.applyBacklog--;
+        },
+        (err: unknown) => {
+          this.applyBacklog--;
+          this.fail(err);
+        },
+      );
+  }
+
   private async handle(rd: Ready): Promise<void> {
     if (rd.softState !== undefined) this.o.onSoftState?.(rd.softState.role, rd.softState.lead);
-    // As etcd's MustSync: entries, a snapshot, or a new term or vote must be durable before
-    // anything is sent or applied; a hard state that only moves the commit index need not
-    // be (a restarted node learns the commit index again from the leader, and entries it
-    // already applied are skipped by the applied index stored with the data), so it waits
-    // for the next synced write instead of costing an fsync of its own on every commit.
+    // `mustSync` (entries, a snapshot, or a new term or vote) is written and synced before
+    // what depends on it leaves the node or is applied. A hard state that only moves the
+    // commit index is not synced on its own (as etcd): a restarted node learns the commit
+    // index again from the leader, and entries already applied are skipped by the applied
+    // index stored with the data; it is saved with the next synced write instead.
     const hs = rd.hardState ?? this.unsavedHardState;
-    const mustSync =
-      rd.snapshot !== undefined ||
-      rd.entries.length > 0 ||
-      (rd.hardState !== undefined &&
-        (rd.hardState.term !== this.durable.term || rd.hardState.vote !== this.durable.vote));
-    if (mustSync) {
+    const termOrVote =
+      rd.hardState !== undefined &&
+      (rd.hardState.term !== this.durable.term || rd.hardState.vote !== this.durable.vote);
+    // The leader replicates while its own write is in flight (raft-log's contract, thesis
+    // §10.2.1; it counts itself toward the quorum only after advance), unless this Ready
+    // changes its term or vote. Everything else waits for the write.
+    const early = termOrVote ? [] : rd.messages.filter((m) => REPLICATION.has(m.type));
+    const late =
+      early.length === 0 ? rd.messages : rd.messages.filter((m) => !REPLICATION.has(m.type));
+    for (const m of rd.messages) if (m.type === "snap") this.snapshotsSent++;
+    if (early.length > 0) this.o.send(this.id, early);
+    if (rd.mustSync) {
       await this.o.storage.save({
         entries: rd.entries,
         ...(hs !== undefined ? { hardState: hs } : {}),
@@ -371,6 +414,7 @@ export class RaftGroup<R> {
       this.unsavedHardState = rd.hardState;
     }
     if (rd.snapshot !== undefined) {
+      await this.applyQueue;
       await this.o.stateMachine.restore(rd.snapshot.data, rd.snapshot.metadata.index);
       this.snapshotsInstalled++;
       // Proposals at or below the snapshot were decided elsewhere: their outcome is unknown here.
@@ -381,19 +425,31 @@ export class RaftGroup<R> {
         }
       }
     }
-    if (rd.messages.length > 0) {
-      for (const m of rd.messages) if (m.type === "snap") this.snapshotsSent++;
-      this.o.send(this.id, rd.messages);
+    if (late.length > 0) this.o.send(this.id, late);
+    const committed = rd.committedEntries;
+    if (committed.length > 0) this.enqueueApply(committed);
+    if (
+      rd.confState !== undefined ||
+      committed.some((e) => e.type === "conf_change") ||
+      this.applyBacklog > MAX_APPLY_BACKLOG
+    ) {
+      await this.applyQueue;
     }
-    if (rd.committedEntries.length > 0) await this.apply(rd.committedEntries);
     if (rd.confState !== undefined) this.o.onConfState?.(rd.confState);
-    for (const rs of rd.readStates) {
-      const ctx = new TextDecoder().decode(rs.context);
-      const r = this.reads.get(ctx);
-      if (r !== undefined) {
-        this.reads.delete(ctx);
-        r.resolve();
-      }
+    if (rd.readStates.length > 0) {
+      // The core hands out a read once its index is committed and handed to apply; it is
+      // answered once the apply queue has reached it.
+      const ready = rd.readStates;
+      void this.applyQueue.then(() => {
+        for (const rs of ready) {
+          const ctx = new TextDecoder().decode(rs.context);
+          const r = this.reads.get(ctx);
+          if (r !== undefined) {
+            this.reads.delete(ctx);
+            r.resolve();
+          }
+        }
+      });
     }
   }
 
