@@ -1,14 +1,12 @@
 // One server pipeline: an interceptor given to the node runs on every path a call can take
 // — the gRPC unary fast path, connect-node (Connect / gRPC-Web), and REST's in-process
 // transport — and a rejection it makes is honoured on each.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { DataService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig, type OdgmNode, startOdgm } from "../src/index.js";
+import type { OdgmNode } from "../src/index.js";
+import { startTempNode, type TempNode } from "./fixtures/temp-node.js";
 
 interface Seen {
   method: string;
@@ -29,23 +27,14 @@ const probe: Interceptor = (next) => async (req) => {
   return res;
 };
 
+let temp: TempNode;
 let node: OdgmNode;
-let dir: string;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "odgm-pipeline-"));
-  node = await startOdgm(
-    loadConfig({
-      ODGM_HTTP_HOST: "127.0.0.1",
-      ODGM_HTTP_PORT: "0",
-      ODGM_DATA_DIR: dir,
-      ODGM_LOG_LEVEL: "silent",
-    }),
-    { interceptors: [probe] },
-  );
+  temp = await startTempNode({}, undefined, { interceptors: [probe] });
+  node = temp.node;
 });
 afterAll(async () => {
-  await node?.close();
-  await rm(dir, { recursive: true, force: true });
+  await temp?.close();
 });
 
 const call = async (

@@ -29,6 +29,22 @@ describe("DataPlaneError", () => {
     expect(DataPlaneError.from(same)).toBe(same);
   });
 
+  it("wrapping an error keeps one prefix: the wrapped error's own codes are dropped", () => {
+    // A cursor error of the key codec, wrapped by the store, wrapped again by a data plane.
+    const wrapped = new DataPlaneError(
+      "invalid_cursor",
+      "[invalid_cursor] [bad_cursor] cursor too short (3 bytes)",
+    );
+    expect(wrapped.message).toBe("[invalid_cursor] cursor too short (3 bytes)");
+    expect(DataPlaneError.from({ code: "invalid_cursor", message: wrapped.message }).message).toBe(
+      "[invalid_cursor] cursor too short (3 bytes)",
+    );
+    // A bracket that is not a leading code stays.
+    expect(new DataPlaneError("invalid_argument", "key [a] is bad").message).toBe(
+      "[invalid_argument] key [a] is bad",
+    );
+  });
+
   it("the guard checks name and code, not instanceof alone", () => {
     expect(isDataPlaneError({ name: "DataPlaneError", code: "not_found" })).toBe(true);
     expect(isDataPlaneError({ name: "DataPlaneError", code: "bogus" })).toBe(false);

@@ -47,6 +47,9 @@ export interface DataPlaneErrorOptions {
   leaderHint?: string;
 }
 
+/** `[code] ` prefixes at the start of a message (as every error class here writes them). */
+const LEADING_CODES = /^(\[[a-z_]+\] )+/;
+
 /**
  * The error a data plane throws. Messages start with the code (`[not_found] …`).
  *
@@ -68,12 +71,14 @@ export class DataPlaneError extends Error {
 
   /**
    * @param code - what went wrong
-   * @param message - human-readable detail (the `[code] ` prefix is added)
+   * @param message - human-readable detail (the `[code] ` prefix is added; prefixes it
+   *   already starts with, e.g. of a wrapped error, are dropped)
    * @param options - cause and code-specific facts
    */
   constructor(code: DataPlaneErrorCode, message: string, options: DataPlaneErrorOptions = {}) {
     super(
-      `[${code}] ${message}`,
+      // One prefix: a wrapped error's own `[code] ` prefixes are dropped, not stacked.
+      `[${code}] ${message.replace(LEADING_CODES, "")}`,
       options.cause === undefined ? undefined : { cause: options.cause },
     );
     this.code = code;
@@ -94,8 +99,7 @@ export class DataPlaneError extends Error {
       const e = err as { code?: unknown; message?: unknown; expected?: unknown; actual?: unknown };
       if (typeof e.code === "string" && CODES.has(e.code)) {
         const code = e.code as DataPlaneErrorCode;
-        const raw = typeof e.message === "string" ? e.message : code;
-        const message = raw.startsWith(`[${code}] `) ? raw.slice(code.length + 3) : raw;
+        const message = typeof e.message === "string" ? e.message : code;
         const options: DataPlaneErrorOptions = { cause: err };
         const expected = toBigint(e.expected);
         const actual = toBigint(e.actual);

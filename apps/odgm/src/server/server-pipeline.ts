@@ -26,6 +26,7 @@ import {
   type HealthService,
   OprcFunction,
 } from "@oprc/grpc-api";
+import { dropUnrepresentableDeadline } from "./deadline-headers.js";
 import type { DualRequestHandler } from "./dual-protocol-server.js";
 import { createGrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
 
@@ -81,9 +82,10 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     transport: createRouterTransport(routes, { router: { interceptors } }),
     handler(fallback) {
       const connect = connectNodeAdapter({ routes, interceptors, ...limits, fallback });
-      if (fast === undefined) return connect as DualRequestHandler;
       return (req, res) => {
+        dropUnrepresentableDeadline(req.headers);
         if (
+          fast !== undefined &&
           req.httpVersionMajor === 2 &&
           fast(req as Http2ServerRequest, res as Http2ServerResponse)
         ) {

@@ -215,6 +215,9 @@ export function badInputCases(s: SuiteContext): void {
       ["partition above int32", () => send("GET", `/api/class/${cls}/4294967295/objects/o`), 400],
       ["bad limit", () => send("GET", `${base}/objects?limit=ten`), 400, "limit"],
       ["bad cursor", () => send("GET", `${base}/objects/o/values?cursor=***`), 400, "cursor"],
+      // Well-formed base64 but no cursor: refused by the store, through every error layer.
+      ["short cursor", () => send("GET", `${base}/objects/o/values?cursor=zzzz`), 400, "cursor"],
+      ["short object cursor", () => send("GET", `${base}/objects?cursor=zzzz`), 400, "cursor"],
     ];
     for (const [title, request, status, contains] of cases) {
       it(`${title} → ${status}`, async () => {

@@ -57,6 +57,8 @@ export function createSuiteContext(
       const body = (await res.json()) as { error: { code: string; message: string } };
       expect(typeof body.error.message).toBe("string");
       expect(body.error.message.length).toBeGreaterThan(0);
+      // At most one `[code] ` prefix: wrapping layers must not stack theirs.
+      expect(body.error.message).not.toMatch(/^(\[[a-z_]+\] ){2}/);
       if (code !== undefined) expect(body.error.code).toBe(code);
       if (contains !== undefined) expect(body.error.message).toContain(contains);
       return body.error;
