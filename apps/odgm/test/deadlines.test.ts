@@ -2,11 +2,7 @@
 // (2^31-1 ms, ~24.8 days) used to fire after 1 ms — a 30-day grpcio timeout failed most
 // calls with DEADLINE_EXCEEDED; now it means "no deadline". Short deadlines still fire.
 // Raw HTTP/2 requests, so the client's own timer is not involved.
-
-import { mkdtemp, rm } from "node:fs/promises";
 import { connect as h2connect } from "node:http2";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { SingleKeyRequestSchema } from "@oprc/grpc-api";

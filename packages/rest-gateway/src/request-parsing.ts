@@ -10,6 +10,7 @@ import {
 import type { Context } from "hono";
 import { GatewayError } from "./gateway-error.js";
 import { BINARY_TYPE, bodyKind, JSON_TYPE, PROTOBUF_TYPE } from "./media.js";
+import { parseStrictJson } from "./strict-json.js";
 import { decodeBase64, parseValType, parseValueJson } from "./value-json.js";
 
 // Request bodies, headers and query parameters of the REST routes, each turned into the
@@ -26,12 +27,13 @@ export async function readBody(c: Context): Promise<Uint8Array> {
 }
 
 function parseJsonBytes(bytes: Uint8Array): unknown {
+  let text: string;
   try {
-    return JSON.parse(utf8.decode(bytes));
+    text = utf8.decode(bytes);
   } catch (cause) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    throw new GatewayError("bad_request", `malformed JSON body: ${detail}`, { cause });
+    throw new GatewayError("bad_request", "JSON body is not valid UTF-8", { cause });
   }
+  return parseStrictJson(text);
 }
 
 function binaryMessage<T>(decode: () => T, what: string): T {

@@ -26,6 +26,23 @@ export function badInputCases(s: SuiteContext): void {
           }),
         400,
       ],
+      ...(
+        [
+          ["a number beyond a double", '{"value": 1e400}', "1e400"],
+          ["an integer above 2^53", '{"value": 9007199254740993}', "9007199254740993"],
+          ["more digits than a double holds", '{"value": 0.12345678901234567890}', "exactly"],
+          ["nesting 30,000 deep", `{"value": ${"[".repeat(3e4)}${"]".repeat(3e4)}}`, "nested"],
+        ] as const
+      ).map(([title, body, contains]): [string, () => Promise<Response>, number, string] => [
+        `JSON value with ${title}`,
+        () =>
+          send("PUT", `${base}/objects/bad-json/values/k`, {
+            body,
+            headers: { "content-type": "application/json" },
+          }),
+        400,
+        contains,
+      ]),
       [
         "wrong types in an ObjData",
         () => send("PUT", `${base}/objects/bad-type`, json({ entries: "nope" })),
