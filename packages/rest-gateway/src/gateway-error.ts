@@ -16,6 +16,7 @@ export type GatewayErrorCode =
   | "payload_too_large"
   | "unsupported_media_type"
   | "unprocessable_entity"
+  | "client_closed_request"
   | "internal"
   | "not_implemented"
   | "bad_gateway"
@@ -34,6 +35,8 @@ export const GATEWAY_ERROR_STATUS: Readonly<Record<GatewayErrorCode, number>> = 
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable_entity: 422,
+  // nginx's status for a request the client abandoned; nobody reads the answer.
+  client_closed_request: 499,
   internal: 500,
   not_implemented: 501,
   bad_gateway: 502,
@@ -59,6 +62,7 @@ const CONNECT_TO_GATEWAY: ReadonlyMap<Code, GatewayErrorCode> = new Map<Code, Ga
   [Code.DeadlineExceeded, "gateway_timeout"],
   [Code.Unauthenticated, "unauthenticated"],
   [Code.PermissionDenied, "permission_denied"],
+  [Code.Canceled, "client_closed_request"],
 ]);
 
 /**
@@ -76,6 +80,7 @@ const FORWARD_MESSAGE: ReadonlySet<GatewayErrorCode> = new Set<GatewayErrorCode>
 ]);
 
 const FIXED_MESSAGE: Partial<Record<GatewayErrorCode, string>> = {
+  client_closed_request: "the client closed the request",
   internal: "internal error",
   unavailable: "the data service is unavailable, retry later",
   gateway_timeout: "the data service did not answer in time",

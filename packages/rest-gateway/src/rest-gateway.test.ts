@@ -1,4 +1,10 @@
-import { ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import {
+  type Client,
+  Code,
+  ConnectError,
+  createClient,
+  createRouterTransport,
+} from "@connectrpc/connect";
 import { DataService, OprcFunction } from "@oprc/grpc-api";
 import { createTidClock } from "@oprc/oprc-id";
 import { describe, expect, it } from "vitest";
@@ -88,6 +94,34 @@ describe("createRestGateway options", () => {
     expect(seen[0]?.cause).toBeInstanceOf(ConnectError);
     await app.request("/api/class/c/0/objects/nope");
     expect(seen).toHaveLength(1);
+  });
+
+  it("a request the client abandoned is a 499, not a server error", async () => {
+    const seen: GatewayError[] = [];
+    // The upstream call ends when the request's signal aborts, as a real client's does.
+    const data = {
+      getValue: (_req: unknown, opts: { signal?: AbortSignal }) =>
+        new Promise((_, reject) => {
+          opts.signal?.addEventListener("abort", () => reject(opts.signal?.reason), {
+            once: true,
+          });
+        }),
+    } as unknown as Client<typeof DataService>;
+    const app = createRestGateway({ data, onServerError: (e) => seen.push(e) });
+    const controller = new AbortController();
+    const pending = app.request("/api/class/c/0/objects/o/values/k", { signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 10));
+    controller.abort();
+    expect((await pending).status).toBe(499);
+    // An upstream CANCELED (the in-process transport's answer to an abort) is the same.
+    const canceled = createRestGateway({
+      data: {
+        getValue: () => Promise.reject(new ConnectError("the client went away", Code.Canceled)),
+      } as unknown as Client<typeof DataService>,
+      onServerError: (e) => seen.push(e),
+    });
+    expect((await canceled.request("/api/class/c/0/objects/o/values/k")).status).toBe(499);
+    expect(seen).toEqual([]);
   });
 
   it("tidClock is used for POST /objects", async () => {

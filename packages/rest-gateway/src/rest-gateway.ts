@@ -86,7 +86,11 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
   const app = new OpenAPIHono({ strict: true });
 
   app.onError((err, c) => {
-    const e = GatewayError.from(err);
+    // Whatever failed after the client went away failed because it went away: not a
+    // server error (and nobody reads the answer).
+    const e = c.req.raw.signal.aborted
+      ? new GatewayError("client_closed_request", "the client closed the request", { cause: err })
+      : GatewayError.from(err);
     if (e.status >= 500) options.onServerError?.(e, c.req.raw);
     return errorResponse(e);
   });
