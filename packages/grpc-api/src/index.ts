@@ -2,6 +2,7 @@
 // (also alone, without the RPC stack, as "@oprc/grpc-api/messages").
 // Generated code is public by definition (it *is* the contract), so it is re-exported whole.
 
+export { COLLECTION_NAME_RULE, isCollectionName, quoteInput } from "./collection-name.js";
 export type {
   DataPlane,
   DataPlaneCall,

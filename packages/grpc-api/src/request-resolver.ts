@@ -6,6 +6,7 @@ import {
   normalizeEntryKey,
   normalizeObjectId,
 } from "@oprc/oprc-id";
+import { COLLECTION_NAME_RULE, isCollectionName, quoteInput } from "./collection-name.js";
 import type { EntryWrite, ObjectRef, PartitionRef } from "./data-plane.js";
 import { DataPlaneError } from "./data-plane-error.js";
 import type { ObjData, ValData } from "./gen/oprc-data_pb.js";
@@ -43,6 +44,12 @@ export function createRequestResolver(options: ResolvedGrpcApiOptions): RequestR
 
   const partition = (cls: string, partitionId: number): PartitionRef => {
     if (cls === "") throw new DataPlaneError("invalid_argument", "cls_id is required");
+    if (!isCollectionName(cls)) {
+      throw new DataPlaneError(
+        "invalid_argument",
+        `cls_id ${quoteInput(cls)} is not a collection name (${COLLECTION_NAME_RULE})`,
+      );
+    }
     if (partitionId < 0) {
       throw new DataPlaneError(
         "invalid_argument",

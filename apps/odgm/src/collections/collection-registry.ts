@@ -1,16 +1,17 @@
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { KvShard } from "@oprc/entry-store";
 import {
+  COLLECTION_NAME_RULE,
   CollectionRecordSchema,
   type CreateCollectionRequest,
   CreateCollectionRequestSchema,
+  isCollectionName,
+  quoteInput,
 } from "@oprc/grpc-api";
 import { OdgmError } from "../odgm-error.js";
 
 /** Basic shard types; `none` and `single` are aliases of `basic`. The other type is `raft`. */
 const BASIC_SHARD_TYPES = new Set(["", "basic", "none", "single"]);
-/** Collection names: what REST paths and Zenoh key expressions carry without escaping. */
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const PREFIX = new TextEncoder().encode("collection/");
 
 /** The collections a node serves, persisted in the node's system keyspace. */
@@ -31,10 +32,10 @@ export interface CollectionRegistry {
 
 /** Checks and normalizes a spec without storing it. */
 export function normalizeCollectionSpec(spec: CreateCollectionRequest): CreateCollectionRequest {
-  if (!NAME.test(spec.name)) {
+  if (!isCollectionName(spec.name)) {
     throw new OdgmError(
       "invalid_collection",
-      `collection name ${JSON.stringify(spec.name)} must be 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit`,
+      `collection name ${quoteInput(spec.name)} must be ${COLLECTION_NAME_RULE}`,
     );
   }
   const partitions = spec.partitionCount === 0 ? 1 : spec.partitionCount;

@@ -264,6 +264,14 @@ async function badInput(call: RecordedCall): Promise<void> {
   expect((await call(M.get, { clsId: "", partitionId: 0, objectId: 1n })).code).toBe(
     Code.InvalidArgument,
   );
+  // A cls_id that no collection can have is refused, and never echoed in full: a 100 KB
+  // name used to come back in grpc-message (RESOURCE_EXHAUSTED on the client, or INTERNAL).
+  for (const clsId of ["a/b", "x".repeat(129), "y".repeat(100_000)]) {
+    const bad = await call(M.get, { clsId, partitionId: 0, objectId: 1n });
+    expect(bad.code, clsId.slice(0, 10)).toBe(Code.InvalidArgument);
+    expect(bad.message).toMatch(/^\[invalid_argument\] cls_id ".*is not a collection name/);
+    expect(bad.message.length).toBeLessThan(300);
+  }
 
   // Unknown collection or partition → NOT_FOUND.
   const unknownCls = await call(M.get, { clsId: "nope", partitionId: 0, objectId: 1n });
