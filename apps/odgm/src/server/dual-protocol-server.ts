@@ -24,7 +24,21 @@ export interface DualProtocolServerOptions {
   readonly idleTimeoutMs?: number;
   /** Called for socket and session errors (never thrown). */
   readonly onError?: (err: Error) => void;
+  /**
+   * HTTP/2 streams one connection may have open at once, advertised in SETTINGS so clients
+   * queue the rest. Default {@link DEFAULT_MAX_CONCURRENT_STREAMS}.
+   */
+  readonly maxConcurrentStreams?: number;
 }
+
+/**
+ * Streams per HTTP/2 connection. Node advertises no limit by default and, past what its
+ * session memory allows (~11.7k streams with the default 10 MB), refuses streams and then
+ * destroys the whole session: one busy connection lost half its calls.
+ */
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+/** Memory (MB) one HTTP/2 session may buffer: room for the stream limit's headers and frames. */
+const MAX_SESSION_MEMORY_MB = 64;
 
 /** A listening server that speaks HTTP/1.1 and cleartext HTTP/2 (h2c) on one port. */
 export interface DualProtocolServer {
@@ -56,7 +70,15 @@ export async function createDualProtocolServer(
   const onError = options.onError ?? (() => {});
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   const h1 = http.createServer({ keepAliveTimeout: 5_000 }, options.handler);
-  const h2 = http2.createServer({}, options.handler);
+  const h2 = http2.createServer(
+    {
+      settings: {
+        maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
+      },
+      maxSessionMemory: MAX_SESSION_MEMORY_MB,
+    },
+    options.handler,
+  );
   const sockets = new Set<Socket>();
   /** Sockets still being sniffed: no protocol, no request, safe to drop on close. */
   const unclaimed = new Set<Socket>();
