@@ -295,6 +295,9 @@ export async function startOdgm(
       port: config.http.port,
       handler,
       onError: (err) => logger.debug({ err }, "connection error"),
+      idleTimeoutMs: config.limits.idleTimeoutMs,
+      headersTimeoutMs: config.limits.headersTimeoutMs,
+      ...(config.limits.maxConnections > 0 ? { maxConnections: config.limits.maxConnections } : {}),
     });
     const host = config.http.host === "0.0.0.0" ? "127.0.0.1" : config.http.host;
     const url = `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`;

@@ -2,7 +2,11 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createDualProtocolServer, type DualProtocolServer } from "./dual-protocol-server.js";
+import {
+  createDualProtocolServer,
+  type DualProtocolServer,
+  type DualProtocolServerOptions,
+} from "./dual-protocol-server.js";
 
 let server: DualProtocolServer | undefined;
 afterEach(async () => {
@@ -10,10 +14,18 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function start(): Promise<DualProtocolServer> {
+async function start(
+  limits: Partial<
+    Pick<
+      DualProtocolServerOptions,
+      "idleTimeoutMs" | "headersTimeoutMs" | "pingTimeoutMs" | "maxConnections"
+    >
+  > = {},
+): Promise<DualProtocolServer> {
   server = await createDualProtocolServer({
     host: "127.0.0.1",
     port: 0,
+    ...limits,
     handler: (req, res) => {
       res.setHeader("content-type", "text/plain");
       res.end(`${req.httpVersion} ${req.method} ${req.url}`);
@@ -152,5 +164,84 @@ describe("dual-protocol server", () => {
     expect(await slow).toEqual({ body: "slow done", connection: "close" });
     await closing;
     agent.destroy();
+  });
+
+  describe("connection limits and timeouts", () => {
+    /** Resolves with the ms until `socket` closed, or -1 if it was still open at `withinMs`. */
+    const closedWithin = (socket: net.Socket, withinMs: number): Promise<number> => {
+      const t0 = Date.now();
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(-1), withinMs);
+        socket.once("close", () => {
+          clearTimeout(timer);
+          resolve(Date.now() - t0);
+        });
+      });
+    };
+
+    it("a slowloris HTTP/1.1 client (headers a byte at a time) is cut off at the headers deadline", async () => {
+      const { address } = await start({ headersTimeoutMs: 300 });
+      const socket = net.connect(address.port, "127.0.0.1");
+      socket.on("error", () => undefined);
+      await new Promise((r) => socket.once("connect", r));
+      socket.write("GET /slow HTTP/1.1\r\n");
+      const dribble = setInterval(() => socket.writable && socket.write("X"), 50);
+      const closed = await closedWithin(socket, 3000);
+      clearInterval(dribble);
+      expect(closed).toBeGreaterThan(0);
+      expect(closed).toBeLessThan(2000);
+      // A kept-alive socket gets the same deadline before its next request.
+      const ka = net.connect(address.port, "127.0.0.1");
+      ka.on("error", () => undefined);
+      await new Promise((r) => ka.once("connect", r));
+      ka.write("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+      const drip = setInterval(() => ka.writable && ka.write("G"), 50);
+      const kaClosed = await closedWithin(ka, 3000);
+      clearInterval(drip);
+      expect(kaClosed).toBeGreaterThan(0);
+      expect(await h1Get(address.port, "/still")).toBe("1.1 GET /still");
+    });
+
+    it("an idle HTTP/2 session is closed after the idle timeout; a busy one is not", async () => {
+      const { address } = await start({ idleTimeoutMs: 300 });
+      const idle = http2.connect(`http://127.0.0.1:${address.port}`);
+      idle.on("error", () => undefined);
+      const goaway = new Promise<number>((resolve) => {
+        const t0 = Date.now();
+        idle.once("goaway", () => resolve(Date.now() - t0));
+      });
+      await new Promise((r) => idle.once("connect", r));
+      expect(await goaway).toBeLessThan(2000);
+      // A session that keeps sending requests stays.
+      const busy = http2.connect(`http://127.0.0.1:${address.port}`);
+      let busyGoaway = false;
+      busy.on("goaway", () => {
+        busyGoaway = true;
+      });
+      for (let i = 0; i < 10; i++) {
+        await new Promise<void>((resolve) => {
+          const req = busy.request({ ":path": `/${i}` });
+          req.resume();
+          req.on("end", () => resolve());
+          req.end();
+        });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(busyGoaway).toBe(false);
+      busy.close();
+    });
+
+    it("refuses connections beyond maxConnections and serves again once one closes", async () => {
+      const { address } = await start({ maxConnections: 2 });
+      const open = [net.connect(address.port, "127.0.0.1"), net.connect(address.port, "127.0.0.1")];
+      for (const s of open) await new Promise((r) => s.once("connect", r));
+      await new Promise((r) => setTimeout(r, 50));
+      const third = net.connect(address.port, "127.0.0.1");
+      third.on("error", () => undefined);
+      expect(await closedWithin(third, 2000)).toBeGreaterThanOrEqual(0);
+      for (const s of open) s.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await h1Get(address.port, "/again")).toBe("1.1 GET /again");
+    });
   });
 });

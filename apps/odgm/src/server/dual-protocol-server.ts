@@ -20,8 +20,18 @@ export interface DualProtocolServerOptions {
   readonly host: string;
   /** Port to bind; 0 picks a free one. */
   readonly port: number;
-  /** Connections that send nothing for this long are closed. Default 60 s. */
+  /**
+   * Connections that send nothing for this long are closed: before the protocol is known,
+   * and HTTP/2 sessions without traffic (gracefully, after their open streams; a session
+   * that does not answer a ping within `pingTimeoutMs` then is destroyed). Default 60 s.
+   */
   readonly idleTimeoutMs?: number;
+  /** An HTTP/1.1 request's headers must arrive within this time (slowloris). Default 10 s. */
+  readonly headersTimeoutMs?: number;
+  /** How long a ping answer may take before a silent HTTP/2 session is destroyed. Default 10 s. */
+  readonly pingTimeoutMs?: number;
+  /** Open connections at most; more are refused (closed at once). Default unlimited. */
+  readonly maxConnections?: number;
   /** Called for socket and session errors (never thrown). */
   readonly onError?: (err: Error) => void;
   /**
@@ -69,6 +79,8 @@ export async function createDualProtocolServer(
 ): Promise<DualProtocolServer> {
   const onError = options.onError ?? (() => {});
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  const headersTimeoutMs = options.headersTimeoutMs ?? 10_000;
+  const pingTimeoutMs = options.pingTimeoutMs ?? 10_000;
   const h1 = http.createServer({ keepAliveTimeout: 5_000 }, options.handler);
   const h2 = http2.createServer(
     {
@@ -87,6 +99,17 @@ export async function createDualProtocolServer(
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
     session.on("error", onError);
+    // No frames for idleTimeoutMs: an idle client is let go (GOAWAY; open streams finish),
+    // and a peer that is gone (a cut link is silence) is found by a ping nobody answers.
+    session.setTimeout(idleTimeoutMs, () => {
+      const dead = setTimeout(() => session.destroy(), pingTimeoutMs);
+      dead.unref();
+      const pinged = session.ping((err) => {
+        if (err === null) clearTimeout(dead);
+      });
+      if (!pinged) clearTimeout(dead);
+      session.close();
+    });
   });
   h2.on("sessionError", onError);
   // HTTP/1.1 keep-alive sockets handed over by the sniffer are not in the server's own
@@ -96,8 +119,23 @@ export async function createDualProtocolServer(
   const h1Busy = new Map<Socket, number>();
   const h1InFlight = new Set<ServerResponse>();
   let closing = false;
+  // Node's own headersTimeout is enforced only for connections of a server that listens;
+  // this one is handed its sockets, so the deadline is kept here: from the handover, and
+  // again after each response on a kept-alive socket, until the next request's headers.
+  const headerDeadlines = new Map<Socket, NodeJS.Timeout>();
+  const awaitHeaders = (socket: Socket): void => {
+    clearTimeout(headerDeadlines.get(socket));
+    const t = setTimeout(() => {
+      headerDeadlines.delete(socket);
+      socket.destroy();
+    }, headersTimeoutMs);
+    t.unref();
+    headerDeadlines.set(socket, t);
+  };
   h1.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
+    clearTimeout(headerDeadlines.get(socket));
+    headerDeadlines.delete(socket);
     h1Busy.set(socket, (h1Busy.get(socket) ?? 0) + 1);
     if (closing) res.shouldKeepAlive = false;
     h1InFlight.add(res);
@@ -107,6 +145,7 @@ export async function createDualProtocolServer(
       if (left > 0) h1Busy.set(socket, left);
       else h1Busy.delete(socket);
       if (closing && left <= 0) socket.end();
+      else if (left <= 0 && !socket.destroyed) awaitHeaders(socket);
     });
   });
   h1.on("clientError", (err: Error, socket: Socket) => {
@@ -140,7 +179,12 @@ export async function createDualProtocolServer(
         h2.emit("connection", socket);
       } else {
         h1Sockets.add(socket);
-        socket.once("close", () => h1Sockets.delete(socket));
+        socket.once("close", () => {
+          h1Sockets.delete(socket);
+          clearTimeout(headerDeadlines.get(socket));
+          headerDeadlines.delete(socket);
+        });
+        awaitHeaders(socket);
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -148,6 +192,8 @@ export async function createDualProtocolServer(
     socket.on("data", sniff);
   });
 
+  // Node closes connections beyond the limit as they are accepted.
+  if (options.maxConnections !== undefined) tcp.maxConnections = options.maxConnections;
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", reject);
     tcp.listen({ host: options.host, port: options.port }, () => {
