@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+// The `odgm-backfill` command: runs the built program (dist/bin/odgm-backfill.js) in this process, so
+// signals sent to the started PID reach it. A committed file rather than a path into
+// dist/, so installing the workspace before a build links the command without a warning.
+import "../dist/bin/odgm-backfill.js";
