@@ -131,6 +131,15 @@ describe("a three-node cluster", () => {
       groups: { group: string; leader: number; term: number; voters: number[] }[];
     };
     expect(status.members.map((m) => m.id)).toEqual([1, 2, 3]);
+    // The cluster routes are in the node's OpenAPI document.
+    const doc = (await (await fetch(`${cluster.url(1)}/openapi.json`)).json()) as {
+      paths: Record<string, unknown>;
+    };
+    expect(
+      Object.keys(doc.paths)
+        .filter((p) => p.startsWith("/api/cluster"))
+        .sort(),
+    ).toEqual(["/api/cluster", "/api/cluster/members", "/api/cluster/membership"]);
     expect(status.groups.map((g) => g.group)).toEqual(["kv/0", "kv/1", "meta"]);
     for (const g of status.groups) {
       expect(g.leader).toBeGreaterThan(0);

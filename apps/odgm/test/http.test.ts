@@ -153,6 +153,17 @@ describe("collections", () => {
   });
 });
 
+describe("OpenAPI document", () => {
+  it("describes the node's own routes too: collections and the document itself", async () => {
+    const doc = (await (await fetch(`${n.node.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    expect(Object.keys(doc.paths["/api/collections"] ?? {}).sort()).toEqual(["get", "post"]);
+    expect(Object.keys(doc.paths["/openapi.json"] ?? {})).toEqual(["get"]);
+    expect(Object.keys(doc.paths["/api/class/{cls}/{pid}/objects/{oid}"] ?? {}).length).toBe(4);
+  });
+});
+
 describe("health, metrics and spans", () => {
   it("/healthz, /readyz and grpc.health.v1 answer SERVING", async () => {
     expect((await fetch(`${n.node.url}/healthz`)).status).toBe(200);

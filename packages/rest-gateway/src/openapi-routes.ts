@@ -407,3 +407,56 @@ export const METRICS_ROUTE: RouteConfig = createRoute({
     },
   },
 });
+
+/** The OpenAPI document itself. */
+export const OPENAPI_ROUTE: RouteConfig = createRoute({
+  operationId: "openapi",
+  method: "get",
+  path: "/openapi.json",
+  summary: "This OpenAPI 3.1 document (every route the server answers)",
+  responses: {
+    200: {
+      description: "OpenAPI 3.1 JSON",
+      content: { "application/json": { schema: z.object({}).passthrough() } },
+    },
+  },
+});
+
+/** A route a host adds to the gateway's app (see {@link documentRoute}). */
+export interface HostRoute {
+  readonly method: "get" | "post" | "put" | "delete";
+  /** Hono path syntax (`/api/cluster/:id`). */
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  /** The success status and its description. */
+  readonly success: { readonly status: number; readonly description: string };
+  /** The request has a JSON body. */
+  readonly jsonBody?: boolean;
+  /** Error statuses it answers, besides 500 and 503. */
+  readonly errors?: readonly number[];
+}
+
+/** The OpenAPI description of a {@link HostRoute}: JSON in and out, the gateway's error body. */
+export function hostRouteConfig(r: HostRoute): RouteConfig {
+  return createRoute({
+    operationId: r.operationId,
+    method: r.method,
+    path: r.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}"),
+    summary: r.summary,
+    ...(r.jsonBody === true
+      ? {
+          request: {
+            body: { content: { "application/json": { schema: z.object({}).passthrough() } } },
+          },
+        }
+      : {}),
+    responses: {
+      [r.success.status]: {
+        description: r.success.description,
+        content: { "application/json": { schema: z.object({}).passthrough() } },
+      },
+      ...errors(...(r.errors ?? [])),
+    },
+  });
+}

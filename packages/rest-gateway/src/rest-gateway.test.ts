@@ -10,7 +10,7 @@ import { createTidClock } from "@oprc/oprc-id";
 import { describe, expect, it } from "vitest";
 import { memoryServiceRoutes } from "../test/fixtures/memory-data-service.js";
 import type { GatewayError } from "./gateway-error.js";
-import { createRestGateway, type RestGatewayOptions } from "./rest-gateway.js";
+import { createRestGateway, documentRoute, type RestGatewayOptions } from "./rest-gateway.js";
 
 function gateway(extra: Partial<RestGatewayOptions> = {}) {
   const transport = createRouterTransport(memoryServiceRoutes());
@@ -147,11 +147,38 @@ describe("OpenAPI document", () => {
         documented.add(`${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ":$1")}`);
     }
     const served = new Set(
-      app.routes
-        .filter((r) => r.method !== "ALL" && r.path !== "/openapi.json")
-        .map((r) => `${r.method} ${r.path}`),
+      app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method} ${r.path}`),
     );
     expect([...served].sort()).toEqual([...documented].sort());
-    expect(served.size).toBe(18);
+    expect(served.size).toBe(19);
+  });
+
+  it("documentRoute serves a host's route and puts it in the document", async () => {
+    const app = gateway();
+    documentRoute(
+      app,
+      {
+        method: "post",
+        path: "/api/things/:id",
+        operationId: "makeThing",
+        summary: "Makes a thing",
+        jsonBody: true,
+        success: { status: 201, description: "made" },
+        errors: [400],
+      },
+      (c) => c.json({ id: c.req.param("id") }, 201),
+    );
+    const res = await app.request("/api/things/7", { method: "POST", body: "{}" });
+    expect(res.status).toBe(201);
+    expect(await res.json()).toEqual({ id: "7" });
+    const doc = (await (await app.request("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    expect(Object.keys(doc.paths["/api/things/{id}"]?.post?.responses ?? {}).sort()).toEqual([
+      "201",
+      "400",
+      "500",
+      "503",
+    ]);
   });
 });

@@ -2,10 +2,11 @@ import type { Client } from "@connectrpc/connect";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { DataService, OprcFunction } from "@oprc/grpc-api";
 import { createTidClock, type NormalizeOptions, type TidClock } from "@oprc/oprc-id";
-import type { Env, Hono } from "hono";
+import type { Env, Handler, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { errorResponse, GatewayError } from "./gateway-error.js";
+import { type HostRoute, hostRouteConfig, OPENAPI_ROUTE } from "./openapi-routes.js";
 import { bindInvocationRoutes } from "./routes/invocation-routes.js";
 import { bindObjectRoutes } from "./routes/object-routes.js";
 import { createRouteContext } from "./routes/route-context.js";
@@ -135,15 +136,38 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
   bindInvocationRoutes(ctx);
   bindServiceRoutes(ctx, { ready: options.ready, metrics: options.metrics });
 
-  const document = app.getOpenAPI31Document({
-    openapi: "3.1.0",
-    info: {
-      title: "ODGM REST gateway",
-      version: "1",
-      description: "The REST surface of ODGM (spec §7), mapped onto the DataService contract.",
-    },
-  });
-  app.get("/openapi.json", (c) => c.json(document));
+  // Built per request, so routes a host documents after creating the gateway
+  // ({@link documentRoute}) are in it.
+  app.openAPIRegistry.registerPath(OPENAPI_ROUTE);
+  app.get(OPENAPI_ROUTE.path, (c) =>
+    c.json(
+      app.getOpenAPI31Document({
+        openapi: "3.1.0",
+        info: {
+          title: "ODGM REST gateway",
+          version: "1",
+          description: "The REST surface of ODGM (spec §7), mapped onto the DataService contract.",
+        },
+      }),
+    ),
+  );
 
   return app;
+}
+
+/**
+ * Serves `handler` on the gateway's `app` and describes the route in its OpenAPI document
+ * (JSON in and out, the gateway's error body), for routes a host adds beside the
+ * gateway's own.
+ *
+ * @example
+ * ```ts
+ * documentRoute(app, { method: "get", path: "/api/collections", operationId: "listCollections",
+ *   summary: "Every collection", success: { status: 200, description: "The collections" } },
+ *   (c) => c.json({ collections: [] }));
+ * ```
+ */
+export function documentRoute(app: Hono, route: HostRoute, handler: Handler): void {
+  (app as OpenAPIHono).openAPIRegistry.registerPath(hostRouteConfig(route));
+  app.on(route.method.toUpperCase(), route.path, handler);
 }

@@ -13,6 +13,7 @@ import {
   RaftConfStateSchema,
   toConnectError,
 } from "@oprc/grpc-api";
+import { documentRoute, type HostRoute } from "@oprc/rest-gateway";
 import type { Hono } from "hono";
 import type { ClusterNode } from "./cluster-node.js";
 
@@ -131,11 +132,42 @@ export function createClusterServiceImpl(cluster: ClusterNode): ServiceImpl<type
   };
 }
 
+const MEMBERS_ROUTE: HostRoute = {
+  method: "post",
+  path: "/api/cluster/members",
+  operationId: "setClusterMember",
+  summary: 'Records a member\'s address: {"id": 4, "url": "http://host:port"}',
+  jsonBody: true,
+  success: { status: 200, description: "The cluster after the change" },
+  errors: [400],
+};
+
+const MEMBERSHIP_ROUTE: HostRoute = {
+  method: "post",
+  path: "/api/cluster/membership",
+  operationId: "changeMembership",
+  summary:
+    "Changes one group's membership, or every group's (\"*\"): add_learner, promote, remove, transfer_leader",
+  jsonBody: true,
+  success: { status: 200, description: "The resulting membership of every changed group" },
+  errors: [400],
+};
+
 /** The REST side: `GET /api/cluster`, `POST /api/cluster/members`, `POST /api/cluster/membership`. */
 export function registerClusterRoutes(app: Hono, cluster: ClusterNode): void {
   const invalid = (message: string) => ({ error: { code: "invalid_argument", message } });
-  app.get("/api/cluster", (c) => c.json(statusJson(cluster) as object));
-  app.post("/api/cluster/members", async (c) => {
+  documentRoute(
+    app,
+    {
+      method: "get",
+      path: "/api/cluster",
+      operationId: "clusterStatus",
+      summary: "Members and, for every local Raft group, leader, term, indexes and follower lag",
+      success: { status: 200, description: "The cluster as this node sees it" },
+    },
+    (c) => c.json(statusJson(cluster) as object),
+  );
+  documentRoute(app, MEMBERS_ROUTE, async (c) => {
     const body = (await c.req.json().catch(() => undefined)) as
       | { id?: unknown; url?: unknown }
       | undefined;
@@ -148,7 +180,7 @@ export function registerClusterRoutes(app: Hono, cluster: ClusterNode): void {
     await cluster.setMember(Number(body?.id), url);
     return c.json(statusJson(cluster) as object);
   });
-  app.post("/api/cluster/membership", async (c) => {
+  documentRoute(app, MEMBERSHIP_ROUTE, async (c) => {
     const body = (await c.req.json().catch(() => undefined)) as
       | { group?: unknown; change?: unknown; nodeId?: unknown }
       | undefined;

@@ -9,6 +9,7 @@ import {
   CreateCollectionResponseSchema,
   ListCollectionsResponseSchema,
 } from "@oprc/grpc-api";
+import { documentRoute, type HostRoute } from "@oprc/rest-gateway";
 import type { Hono } from "hono";
 import { isOdgmError, type OdgmError } from "../odgm-error.js";
 
@@ -45,20 +46,40 @@ export function createCollectionServiceImpl(
   };
 }
 
+const CREATE_ROUTE: HostRoute = {
+  method: "post",
+  path: "/api/collections",
+  operationId: "createCollection",
+  summary:
+    "Creates a collection (proto3 JSON of CreateCollectionRequest); an equal spec is a no-op",
+  jsonBody: true,
+  success: { status: 201, description: "The collection as stored (normalized)" },
+  errors: [400, 409, 501],
+};
+
 /**
  * `GET /api/collections` and `POST /api/collections`, on the gateway app itself, so unknown
  * routes keep the gateway's JSON 404 and its error format.
  */
 export function registerCollectionRoutes(app: Hono, admin: CollectionAdmin): void {
-  app.get("/api/collections", (c) =>
-    c.json(
-      toJson(
-        ListCollectionsResponseSchema,
-        create(ListCollectionsResponseSchema, { collections: admin.list() }),
+  documentRoute(
+    app,
+    {
+      method: "get",
+      path: "/api/collections",
+      operationId: "listCollections",
+      summary: "Every collection (proto3 JSON of ListCollectionsResponse)",
+      success: { status: 200, description: "The collections" },
+    },
+    (c) =>
+      c.json(
+        toJson(
+          ListCollectionsResponseSchema,
+          create(ListCollectionsResponseSchema, { collections: admin.list() }),
+        ),
       ),
-    ),
   );
-  app.post("/api/collections", async (c) => {
+  documentRoute(app, CREATE_ROUTE, async (c) => {
     let spec: CreateCollectionRequest;
     try {
       spec = fromJson(CreateCollectionRequestSchema, (await c.req.json()) as JsonValue);
