@@ -48,6 +48,11 @@ export interface OdgmConfig {
     readonly invokeTimeoutMs: number;
     /** `ODGM_SHUTDOWN_TIMEOUT_MS` (default 10000): how long a graceful stop waits for in-flight work. */
     readonly shutdownTimeoutMs: number;
+    /**
+     * `ODGM_MAX_PARTITIONS` (default 4096): partitions of all collections together at most;
+     * each open partition costs memory and start-up time.
+     */
+    readonly maxPartitions: number;
     /** `ODGM_MAX_CONNECTIONS` (default 0 = unlimited): open connections at most; more are refused. */
     readonly maxConnections: number;
     /** `ODGM_IDLE_TIMEOUT_MS` (default 60000): connections and HTTP/2 sessions without traffic are closed. */
@@ -294,6 +299,7 @@ export function loadConfig(env: Env): OdgmConfig {
       ),
       invokeTimeoutMs: int(env, "ODGM_INVOKE_TIMEOUT_MS", 30_000, 1, 3_600_000),
       shutdownTimeoutMs: int(env, "ODGM_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+      maxPartitions: int(env, "ODGM_MAX_PARTITIONS", 4096, 1, 1_000_000),
       maxConnections: int(env, "ODGM_MAX_CONNECTIONS", 0, 0, 10_000_000),
       idleTimeoutMs: int(env, "ODGM_IDLE_TIMEOUT_MS", 60_000, 100, 86_400_000),
       headersTimeoutMs: int(env, "ODGM_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),

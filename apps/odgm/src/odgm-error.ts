@@ -6,6 +6,8 @@ export type OdgmErrorCode =
   | "invalid_collection"
   /** A collection of that name exists with a different spec. */
   | "collection_exists"
+  /** Creating the collection would exceed `ODGM_MAX_PARTITIONS`. */
+  | "too_many_partitions"
   /** Asked for something this build does not serve (`raft` shards). */
   | "unsupported"
   /** The data directory is held by another process. */
@@ -15,6 +17,7 @@ const CODES: ReadonlySet<string> = new Set<OdgmErrorCode>([
   "invalid_config",
   "invalid_collection",
   "collection_exists",
+  "too_many_partitions",
   "unsupported",
   "data_dir_locked",
 ]);

@@ -12,6 +12,7 @@ import {
   isDataPlaneError,
   MaintenanceService,
   OprcFunction,
+  quoteInput,
   RaftService,
 } from "@oprc/grpc-api";
 import { createRestGateway } from "@oprc/rest-gateway";
@@ -233,7 +234,20 @@ export async function startOdgm(
     };
     const collectionAdmin = {
       list: () => registry.list(),
-      create: (spec: CreateCollectionRequest) => clusterNode.createCollection(spec),
+      create: (spec: CreateCollectionRequest) => {
+        // Every partition is a store and an event queue that stay open: cap them together.
+        const max = config.limits.maxPartitions;
+        const existing = registry.list();
+        const total =
+          existing.reduce((n, c) => n + c.partitionCount, 0) + Math.max(1, spec.partitionCount);
+        if (registry.get(spec.name) === undefined && total > max) {
+          throw new OdgmError(
+            "too_many_partitions",
+            `collection ${quoteInput(spec.name)} would bring the partitions of all collections to ${total}, above ODGM_MAX_PARTITIONS (${max})`,
+          );
+        }
+        return clusterNode.createCollection(spec);
+      },
     };
     const maintenance = createMaintenanceService(manager, metrics);
     // One pipeline: the services once, the same interceptors on every path.

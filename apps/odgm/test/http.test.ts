@@ -53,6 +53,38 @@ afterAll(async () => {
 });
 
 describe("collections", () => {
+  it("refuses a collection that would take the node past ODGM_MAX_PARTITIONS", async () => {
+    const small = await startTempNode({ ODGM_MAX_PARTITIONS: "10" });
+    try {
+      const post = (name: string, partitionCount: number) =>
+        fetch(`${small.node.url}/api/collections`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name, partitionCount }),
+        });
+      // The default collection holds one partition.
+      expect((await post("eight", 8)).status).toBe(201);
+      const refused = await post("three", 3);
+      expect(refused.status).toBe(507);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+        /to 12, above ODGM_MAX_PARTITIONS \(10\)/,
+      );
+      const admin = createClient(
+        CollectionService,
+        createGrpcTransport({ baseUrl: small.node.url }),
+      );
+      const grpc = await admin
+        .createCollection({ name: "huge", partitionCount: 65_536 })
+        .catch((e: unknown) => ConnectError.from(e).code);
+      expect(grpc).toBe(Code.ResourceExhausted);
+      // Re-creating an existing collection with the same spec is still a no-op.
+      expect((await post("eight", 8)).status).toBeLessThan(300);
+      expect((await post("one", 1)).status).toBe(201);
+    } finally {
+      await small.close();
+    }
+  });
+
   it("POST/GET /api/collections over plain HTTP/1.1 (curl)", async () => {
     const post = await exec("curl", [
       "-s",

@@ -20,9 +20,15 @@ export interface CollectionAdmin {
 }
 
 /** gRPC code and REST status/code of a refused collection spec. */
-function collectionStatus(err: OdgmError): { code: Code; http: 400 | 409 | 501; rest: string } {
+function collectionStatus(err: OdgmError): {
+  code: Code;
+  http: 400 | 409 | 501 | 507;
+  rest: string;
+} {
   if (err.code === "collection_exists")
     return { code: Code.AlreadyExists, http: 409, rest: "conflict" };
+  if (err.code === "too_many_partitions")
+    return { code: Code.ResourceExhausted, http: 507, rest: "insufficient_storage" };
   if (err.code === "unsupported")
     return { code: Code.Unimplemented, http: 501, rest: "unimplemented" };
   return { code: Code.InvalidArgument, http: 400, rest: "invalid_argument" };
@@ -54,7 +60,7 @@ const CREATE_ROUTE: HostRoute = {
     "Creates a collection (proto3 JSON of CreateCollectionRequest); an equal spec is a no-op",
   jsonBody: true,
   success: { status: 201, description: "The collection as stored (normalized)" },
-  errors: [400, 409, 501],
+  errors: [400, 409, 501, 507],
 };
 
 /**
