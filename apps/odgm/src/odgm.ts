@@ -275,6 +275,7 @@ export async function startOdgm(
       functions: createClient(OprcFunction, local),
       ids: { maxLength: config.features.maxStringIdLen, unicode: config.features.unicodeIds },
       bodyLimit: config.limits.maxMessageBytes,
+      partitionCount: (cls) => registry.get(cls)?.partitionCount,
       ready: () => ready && configured && clusterNode.ready(),
       metrics: async () => {
         for (const s of manager.all()) {

@@ -17,6 +17,7 @@ import {
   SetKeyRequestSchema,
 } from "@oprc/grpc-api";
 import { createConnectCaller, createPythonCaller, skipPythonInterop } from "@oprc/grpc-api/testing";
+import { partitionOf } from "@oprc/oprc-id";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
 
@@ -182,6 +183,32 @@ describe("collections", () => {
       .get({ clsId: "orders", partitionId: 4, objectId: 1n })
       .catch((e: unknown) => e);
     expect(ConnectError.from(err).code).toBe(Code.NotFound);
+  });
+});
+
+describe("debug hash route", () => {
+  it("uses the collection's own partition count unless ?partitions= overrides it", async () => {
+    const post = await fetch(`${n.node.url}/api/collections`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "hashed", partitionCount: 7 }),
+    });
+    expect(post.status).toBeLessThan(300);
+    const get = async (q: string) =>
+      (await (await fetch(`${n.node.url}/debug/object-hash/hashed/0/User-1${q}`)).json()) as {
+        partitions?: number;
+        partition?: number;
+      };
+    expect(await get("")).toMatchObject({ partitions: 7, partition: partitionOf("user-1", 7) });
+    expect(await get("?partitions=16")).toMatchObject({
+      partitions: 16,
+      partition: partitionOf("user-1", 16),
+    });
+    // An unknown collection: no partition without ?partitions=.
+    const unknown = (await (await fetch(`${n.node.url}/debug/object-hash/nope/0/x`)).json()) as {
+      partition?: number;
+    };
+    expect(unknown.partition).toBeUndefined();
   });
 });
 

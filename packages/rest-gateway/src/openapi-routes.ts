@@ -361,7 +361,8 @@ export const ROUTES: readonly RouteConfig[] = [
     operationId: "debugObjectHash",
     method: "get",
     path: "/debug/object-hash/{cls}/{pid}/{id}",
-    summary: "Normalized id, its xxHash64 and (with ?partitions=N) its hash partition",
+    summary:
+      "Normalized id, its xxHash64 and its hash partition (over ?partitions=N, else the collection's partition count when the server knows it)",
     request: {
       params: ClassParams.extend({ id: z.string().min(1) }),
       query: z.object({

@@ -57,6 +57,11 @@ export interface RestGatewayOptions {
    * internals). Default: none. Use it to log.
    */
   onServerError?: (error: GatewayError, request: Request) => void;
+  /**
+   * A collection's partition count, when the host knows it: `/debug/object-hash` then
+   * reports the object's partition without `?partitions=`. Default: none.
+   */
+  partitionCount?: (cls: string) => number | undefined;
 }
 
 /** The default {@link RestGatewayOptions.bodyLimit}: 4 MiB. */
@@ -134,7 +139,11 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
   bindObjectRoutes(ctx);
   bindValueRoutes(ctx);
   bindInvocationRoutes(ctx);
-  bindServiceRoutes(ctx, { ready: options.ready, metrics: options.metrics });
+  bindServiceRoutes(ctx, {
+    ready: options.ready,
+    metrics: options.metrics,
+    partitionCount: options.partitionCount,
+  });
 
   // Built per request, so routes a host documents after creating the gateway
   // ({@link documentRoute}) are in it.

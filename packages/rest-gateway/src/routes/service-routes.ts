@@ -16,6 +16,7 @@ import type { RouteContext } from "./route-context.js";
 export interface ServiceRouteOptions {
   ready?: (() => Promise<boolean> | boolean) | undefined;
   metrics?: (() => Promise<string> | string) | undefined;
+  partitionCount?: ((cls: string) => number | undefined) | undefined;
 }
 
 /** Capabilities, health, readiness, the debug hash route and (when given) metrics. */
@@ -58,7 +59,10 @@ export function bindServiceRoutes(ctx: RouteContext, options: ServiceRouteOption
       hash: hash.toString(),
       hashHex: `0x${hash.toString(16).padStart(16, "0")}`,
     };
+    // `?partitions=N` asks about N partitions; without it, the collection's own count when
+    // the host knows it.
     const n = c.req.query("partitions");
+    let partitions: number | undefined;
     if (n !== undefined) {
       if (!/^[0-9]{1,10}$/.test(n) || Number(n) < 1 || Number(n) > U32_MAX) {
         throw new GatewayError(
@@ -66,8 +70,13 @@ export function bindServiceRoutes(ctx: RouteContext, options: ServiceRouteOption
           `partitions must be an integer in 1..${U32_MAX}, got "${n}"`,
         );
       }
-      out.partitions = Number(n);
-      out.partition = partitionOf(identity.id, Number(n));
+      partitions = Number(n);
+    } else {
+      partitions = options.partitionCount?.(clsId);
+    }
+    if (partitions !== undefined) {
+      out.partitions = partitions;
+      out.partition = partitionOf(identity.id, partitions);
     }
     return c.json(out);
   });
