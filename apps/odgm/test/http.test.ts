@@ -343,31 +343,51 @@ describe("limits and malformed input", () => {
     },
   );
 
-  it("a malformed protobuf body is an error status, never a crash", async () => {
-    const session = http2Connect(n.node.url);
-    const status = await new Promise<string>((resolve, reject) => {
-      const req = session.request({
-        ":method": "POST",
-        ":path": "/oprc.DataService/SetValue",
-        "content-type": "application/grpc",
-        te: "trailers",
+  it("a malformed protobuf body or invalid UTF-8 is INVALID_ARGUMENT on every path, never a crash", async () => {
+    /** The gRPC status of one raw call: from trailers (gRPC) or the trailer frame (gRPC-Web). */
+    const call = (contentType: string, frame: Buffer): Promise<number> => {
+      const session = http2Connect(n.node.url);
+      return new Promise<number>((resolve, reject) => {
+        const req = session.request({
+          ":method": "POST",
+          ":path": "/oprc.DataService/SetValue",
+          "content-type": contentType,
+          te: "trailers",
+        });
+        let status: string | undefined;
+        const chunks: Buffer[] = [];
+        req.on("response", (h) => {
+          if (h["grpc-status"] !== undefined) status = String(h["grpc-status"]);
+        });
+        req.on("trailers", (t) => {
+          status = String(t["grpc-status"]);
+        });
+        req.on("data", (c: Buffer) => chunks.push(c));
+        req.on("end", () => {
+          session.close();
+          status ??= /grpc-status: ?(\d+)/.exec(Buffer.concat(chunks).toString("latin1"))?.[1];
+          resolve(Number(status));
+        });
+        req.on("error", reject);
+        req.end(frame);
       });
-      let headerStatus: string | undefined;
-      req.on("response", (h) => {
-        if (h["grpc-status"] !== undefined) headerStatus = String(h["grpc-status"]);
-      });
-      req.on("trailers", (t) => resolve(String(t["grpc-status"])));
-      req.on("end", () => {
-        if (headerStatus !== undefined) resolve(headerStatus);
-      });
-      req.on("error", reject);
-      req.resume();
-      // One frame: field 1 (cls_id) with a truncated length varint.
-      req.end(Buffer.from([0, 0, 0, 0, 3, 0x0a, 0xff, 0xff]));
-    });
-    session.close();
-    // connect-node, like grpc-java and C-core, answers INTERNAL for an unparseable message.
-    expect([Code.InvalidArgument, Code.Internal]).toContain(Number(status));
+    };
+    const framed = (msg: number[]): Buffer => {
+      const f = Buffer.alloc(5 + msg.length);
+      f.writeUInt32BE(msg.length, 1);
+      Buffer.from(msg).copy(f, 5);
+      return f;
+    };
+    // Field 1 (cls_id) with a truncated length varint; then a cls_id that is not UTF-8.
+    for (const msg of [
+      [0x0a, 0xff, 0xff],
+      [0x0a, 0x02, 0xc3, 0x28],
+    ]) {
+      // application/grpc takes the unary fast path; gRPC-Web goes through connect-node.
+      for (const type of ["application/grpc", "application/grpc-web+proto"]) {
+        expect(await call(type, framed(msg)), `${type} ${msg}`).toBe(Code.InvalidArgument);
+      }
+    }
     const data = createClient(DataService, createGrpcTransport({ baseUrl: n.node.url }));
     expect((await data.getValue({ clsId: "default", objectId: 9n, key: 1 })).value).toBeDefined();
     // The same garbage over REST with a protobuf content type is a 4xx.

@@ -211,10 +211,12 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       try {
         message = fromBinary(route.method.input, body.subarray(5, 5 + length));
       } catch (err) {
+        // The client's bytes, not a server fault (as connect-node, patched: see
+        // pnpm-workspace.yaml).
         fail(
           new ConnectError(
             `parse binary: ${err instanceof Error ? err.message : String(err)}`,
-            Code.Internal,
+            Code.InvalidArgument,
           ),
         );
         return;
