@@ -65,6 +65,8 @@ export interface LocalDataPlaneOptions {
   readonly readConsistency?: ReadConsistency;
   /** The address of a cluster member, for hints in errors. */
   readonly addressOf?: (nodeId: number) => string | undefined;
+  /** Told when storage refused a write and refuses all writes until the node restarts. */
+  readonly onWriteFailed?: (err: Error) => void;
 }
 
 /** Maps entry-store errors to the API's data-plane errors; other errors pass through. */
@@ -88,6 +90,8 @@ function toPlaneError(err: unknown): unknown {
     case "closed":
     case "locked":
       return new DataPlaneError("unavailable", "the shard is not available", { cause: err });
+    case "write_failed":
+      return new DataPlaneError("unavailable", err.message, { cause: err });
     default:
       return err;
   }
@@ -148,6 +152,7 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
           ? await shard.store.apply(full)
           : await shard.replica.mutate(full);
     } catch (err) {
+      if (isStoreError(err, "write_failed")) options.onWriteFailed?.(err);
       throw toPlaneError(err);
     }
     let writes = 0;

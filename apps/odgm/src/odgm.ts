@@ -221,7 +221,19 @@ export async function startOdgm(
       invokeTimeoutMs: config.limits.invokeTimeoutMs,
       readConsistency: config.cluster.readConsistency,
       addressOf: (id) => clusterNode.addresses.get(id),
+      onWriteFailed: (err) => {
+        if (storageFailure !== undefined) return;
+        storageFailure = err.message;
+        metrics.storageWritable.set(0);
+        logger.error(
+          { err },
+          "storage refused a write and refuses all writes until restart: not ready; free space (or fix the disk) and restart the node",
+        );
+      },
     });
+    /** Why storage refuses writes (the node is not ready until it restarts), if it does. */
+    let storageFailure: string | undefined;
+    metrics.storageWritable.set(1);
     const health = createHealthService();
     let ready = true;
     const apiOptions = {
@@ -276,7 +288,7 @@ export async function startOdgm(
       ids: { maxLength: config.features.maxStringIdLen, unicode: config.features.unicodeIds },
       bodyLimit: config.limits.maxMessageBytes,
       partitionCount: (cls) => registry.get(cls)?.partitionCount,
-      ready: () => ready && configured && clusterNode.ready(),
+      ready: () => ready && configured && storageFailure === undefined && clusterNode.ready(),
       metrics: async () => {
         for (const s of manager.all()) {
           metrics.eventQueueLength.set(
@@ -355,7 +367,17 @@ export async function startOdgm(
           const discarded = reports.reduce((n, r) => n + r.discarded, 0);
           const drained = reports.reduce((n, r) => n + r.drained, 0);
           functions.close();
-          await engine.close();
+          try {
+            await engine.close();
+          } catch (err) {
+            // After a refused write RocksDB cannot flush on close; what was acknowledged is
+            // in its synced log and recovered on the next start. Anything else is a failure.
+            if (storageFailure === undefined) throw err;
+            logger.warn(
+              { err },
+              "storage could not close cleanly after the earlier write failure; acknowledged writes are in its log and recovered on the next start",
+            );
+          }
           logger.info({ drainedEvents: drained, discardedEvents: discarded }, "odgm stopped");
         })();
         return closing;

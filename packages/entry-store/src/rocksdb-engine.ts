@@ -339,7 +339,15 @@ class RocksEngineImpl implements RocksEngine {
         : { column: op.keyspace, type: "del", key: concat(tag, op.key) },
     );
     return this.writer.write(writes, { sync }).catch((err: unknown) => {
-      throw this.ioError(err);
+      if (!this.open || isRocksError(err, "closed")) throw this.ioError(err);
+      // RocksDB keeps refusing writes after a failed one (a background error) until the
+      // database is reopened: say so, so the host can report that it needs a restart.
+      const detail = err instanceof Error ? err.message : String(err);
+      throw new StoreError(
+        "write_failed",
+        `${detail}; RocksDB refuses writes until the database is reopened (restart the node)`,
+        { cause: err },
+      );
     });
   }
 

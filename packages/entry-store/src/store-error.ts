@@ -10,6 +10,8 @@
  * - `closed`: the store or engine was closed.
  * - `locked`: the database (or shard) is held by another process or store.
  * - `io`: the storage engine failed.
+ * - `write_failed`: the engine refused a write (a full disk, an I/O error); RocksDB then
+ *   refuses every write until the database is reopened.
  * - `unavailable`: an optional component (the RocksDB binding) is not installed.
  */
 export type StoreErrorCode =
@@ -22,6 +24,7 @@ export type StoreErrorCode =
   | "closed"
   | "locked"
   | "io"
+  | "write_failed"
   | "unavailable";
 
 const codes: ReadonlySet<string> = new Set<StoreErrorCode>([
@@ -34,6 +37,7 @@ const codes: ReadonlySet<string> = new Set<StoreErrorCode>([
   "closed",
   "locked",
   "io",
+  "write_failed",
   "unavailable",
 ]);
 
@@ -75,7 +79,8 @@ export class StoreError extends Error {
 
   constructor(code: StoreErrorCode, message: string, details: StoreErrorDetails = {}) {
     super(
-      `[${code}] ${message}`,
+      // One prefix: a wrapped error's own `[code] ` prefixes are dropped, not stacked.
+      `[${code}] ${message.replace(/^(\[[a-z_]+\] )+/, "")}`,
       details.cause === undefined ? undefined : { cause: details.cause },
     );
     this.code = code;

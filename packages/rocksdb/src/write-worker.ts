@@ -63,7 +63,7 @@ db.open({}).then(
         batch._closeSync();
         port.postMessage({ id: m.id });
       } catch (e) {
-        port.postMessage({ id: m.id, error: String((e as Error | undefined)?.stack ?? e) });
+        port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) });
       }
     });
     port.postMessage({ ready: true });

@@ -19,6 +19,8 @@ export interface OdgmMetrics {
   readonly eventTruncatedBatches: Counter<"collection">;
   readonly eventQueueDrops: Counter<"collection">;
   readonly eventQueueLength: Gauge<"collection" | "partition">;
+  /** 1 while storage accepts writes; 0 once a write failed and the node needs a restart. */
+  readonly storageWritable: Gauge;
   readonly triggerFailures: Counter<"collection">;
   readonly triggerDepthExceeded: Counter<"collection">;
   readonly triggersFired: Counter<"collection" | "kind">;
@@ -133,6 +135,11 @@ export function createOdgmMetrics(): OdgmMetrics {
       "collection",
       "partition",
     ]),
+    storageWritable: g(
+      "odgm_storage_writable",
+      "1 while storage accepts writes; 0 after a write failed (a full disk, an I/O error): the node needs a restart.",
+      [],
+    ),
     triggerFailures: c("odgm_trigger_failures_total", "Trigger invocations that failed.", [
       "collection",
     ]),
