@@ -170,8 +170,9 @@ describe("createGrpcUnaryFastPath", () => {
     expect((await call(path, frame(new Uint8Array([8, 1]), 1))).trailers["grpc-status"]).toBe(
       String(Code.Internal),
     );
+    // Bytes that are not the request message are the client's error (spec §6).
     expect((await call(path, frame(new Uint8Array([0x0a, 0xff])))).trailers["grpc-status"]).toBe(
-      String(Code.Internal),
+      String(Code.InvalidArgument),
     );
   });
 

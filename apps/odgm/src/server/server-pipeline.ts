@@ -74,8 +74,10 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     router.service(Health, o.health.impl);
     for (const s of o.services) router.service(s.service as never, s.impl as never, limits);
   };
+  // Every unary method of every service, the node's own internal ones included (a write
+  // forwarded from a follower is a unary RaftService/Propose).
   const fast = o.fastPath
-    ? createGrpcUnaryFastPath({ services: unary, ...limits, interceptors })
+    ? createGrpcUnaryFastPath({ services: [...unary, ...o.services], ...limits, interceptors })
     : undefined;
   return {
     routes,
