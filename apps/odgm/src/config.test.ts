@@ -99,6 +99,24 @@ describe("loadConfig", () => {
     expect(err.message).toContain(name);
   });
 
+  it("TLS: both files or neither; not with cluster members yet", () => {
+    expect(loadConfig({}).tls).toBeUndefined();
+    expect(loadConfig({ ODGM_TLS_CERT: "c.pem", ODGM_TLS_KEY: "k.pem" }).tls).toEqual({
+      certFile: "c.pem",
+      keyFile: "k.pem",
+    });
+    expect(errorOf({ ODGM_TLS_CERT: "c.pem" }).variable).toBe("ODGM_TLS_KEY");
+    expect(errorOf({ ODGM_TLS_KEY: "k.pem" }).variable).toBe("ODGM_TLS_CERT");
+    expect(
+      errorOf({
+        ODGM_TLS_CERT: "c.pem",
+        ODGM_TLS_KEY: "k.pem",
+        ODGM_NODE_ID: "1",
+        ODGM_MEMBERS: "1=https://a:1,2=https://b:1",
+      }).message,
+    ).toMatch(/single nodes only/);
+  });
+
   it("parses ODGM_COLLECTION in the seed-era JSON format", () => {
     const c = loadConfig({
       ODGM_COLLECTION: JSON.stringify([

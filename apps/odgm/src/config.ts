@@ -11,6 +11,11 @@ export type Env = Readonly<Record<string, string | undefined>>;
 export interface OdgmConfig {
   /** `ODGM_HTTP_HOST` (default `0.0.0.0`) and `ODGM_HTTP_PORT` (default 8080): gRPC and REST share it. */
   readonly http: { readonly host: string; readonly port: number };
+  /**
+   * `ODGM_TLS_CERT` and `ODGM_TLS_KEY` (PEM files, both or neither): serve gRPC, gRPC-Web,
+   * Connect and REST over TLS on the same port (ALPN h2 and http/1.1); SIGHUP re-reads them.
+   */
+  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** `ODGM_DATA_DIR` (default `./data`): where RocksDB keeps the node's data. */
   readonly dataDir: string;
   /** `ODGM_STORAGE` (default `rocksdb`): `memory` keeps nothing across restarts. */
@@ -272,12 +277,28 @@ export function loadConfig(env: Env): OdgmConfig {
   const host = env.ODGM_HTTP_HOST?.trim() || "0.0.0.0";
   const dataDir = env.ODGM_DATA_DIR?.trim() || "./data";
   const port = int(env, "ODGM_HTTP_PORT", 8080, 0, 65_535);
+  const certFile = env.ODGM_TLS_CERT?.trim() || undefined;
+  const keyFile = env.ODGM_TLS_KEY?.trim() || undefined;
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw configError(
+      certFile === undefined ? "ODGM_TLS_CERT" : "ODGM_TLS_KEY",
+      "ODGM_TLS_CERT and ODGM_TLS_KEY go together: set both (PEM files) or neither",
+    );
+  }
+  const cluster = parseCluster(env, port);
+  if (certFile !== undefined && cluster.members.size > 1) {
+    throw configError(
+      "ODGM_TLS_CERT",
+      "TLS is served by single nodes only in this version: the Raft links between cluster nodes do not speak TLS yet",
+    );
+  }
   return {
     http: { host, port },
+    tls: certFile === undefined || keyFile === undefined ? undefined : { certFile, keyFile },
     dataDir,
     storage,
     syncWrites: bool(env, "ODGM_SYNC_WRITES", true),
-    cluster: parseCluster(env, port),
+    cluster,
     collections: parseCollections(env.ODGM_COLLECTION),
     features: {
       stringIds: bool(env, "ODGM_ENABLE_STRING_IDS", true),

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
@@ -77,6 +78,11 @@ export interface OdgmNode {
    * closes cleanly. Idempotent.
    */
   close(): Promise<void>;
+  /**
+   * Re-reads `ODGM_TLS_CERT` / `ODGM_TLS_KEY` for new connections (the `odgm` command does
+   * this on SIGHUP). Throws when the files do not load; the old certificate stays.
+   */
+  reloadTls(): void;
 }
 
 /** Cluster events as metrics. */
@@ -317,9 +323,22 @@ export async function startOdgm(
     registerClusterRoutes(app, clusterNode);
 
     const handler = pipeline.handler(getRequestListener(app.fetch) as never);
+    const tlsConfig = config.tls;
+    const readTls = (files: NonNullable<typeof tlsConfig>) => {
+      try {
+        return { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
+      } catch (err) {
+        throw new OdgmError(
+          "invalid_config",
+          `ODGM_TLS_CERT / ODGM_TLS_KEY: ${(err as Error).message}`,
+          { cause: err, variable: "ODGM_TLS_CERT" },
+        );
+      }
+    };
     const server = await createDualProtocolServer({
       host: config.http.host,
       port: config.http.port,
+      ...(tlsConfig === undefined ? {} : { tls: readTls(tlsConfig) }),
       handler,
       onError: (err) => logger.debug({ err }, "connection error"),
       idleTimeoutMs: config.limits.idleTimeoutMs,
@@ -327,7 +346,7 @@ export async function startOdgm(
       ...(config.limits.maxConnections > 0 ? { maxConnections: config.limits.maxConnections } : {}),
     });
     const host = config.http.host === "0.0.0.0" ? "127.0.0.1" : config.http.host;
-    const url = `http://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`;
+    const url = `${server.scheme}://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`;
     logger.info(
       {
         url,
@@ -353,6 +372,11 @@ export async function startOdgm(
       registry,
       shards: manager,
       logger,
+      reloadTls() {
+        if (tlsConfig === undefined) throw new OdgmError("invalid_config", "TLS is not configured");
+        server.setTls(readTls(tlsConfig));
+        logger.info({ cert: tlsConfig.certFile }, "reloaded the TLS certificate");
+      },
       close() {
         closing ??= (async () => {
           ready = false;

@@ -45,6 +45,15 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
+  // SIGHUP re-reads the TLS certificate and key (a renewed certificate, no restart).
+  process.on("SIGHUP", () => {
+    if (node === undefined || config.tls === undefined) return;
+    try {
+      node.reloadTls();
+    } catch (err) {
+      node.logger.error({ err }, "could not reload the TLS certificate; keeping the old one");
+    }
+  });
   try {
     node = await startOdgm(config);
   } catch (err) {

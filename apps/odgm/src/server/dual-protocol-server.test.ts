@@ -1,6 +1,10 @@
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
+import https from "node:https";
 import net from "node:net";
+import { connect as tlsConnect } from "node:tls";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   createDualProtocolServer,
@@ -242,6 +246,76 @@ describe("dual-protocol server", () => {
       for (const s of open) s.destroy();
       await new Promise((r) => setTimeout(r, 50));
       expect(await h1Get(address.port, "/again")).toBe("1.1 GET /again");
+    });
+  });
+
+  describe("TLS", () => {
+    const fixture = (name: string): Buffer =>
+      readFileSync(fileURLToPath(new URL(`../../test/fixtures/tls/${name}`, import.meta.url)));
+    const a = { cert: fixture("cert-a.pem"), key: fixture("key-a.pem") };
+    const b = { cert: fixture("cert-b.pem"), key: fixture("key-b.pem") };
+    const tlsServer = async () => {
+      server = await createDualProtocolServer({
+        host: "127.0.0.1",
+        port: 0,
+        tls: a,
+        handler: (req, res) => res.end(`${req.httpVersion} ${req.method} ${req.url}`),
+      });
+      return server;
+    };
+    const h1s = (port: number, ca: Buffer): Promise<string> =>
+      new Promise((resolve, reject) => {
+        https
+          .get({ host: "127.0.0.1", port, path: "/one", ca, agent: false }, (res) => {
+            let body = "";
+            res.on("data", (c: Buffer) => {
+              body += c.toString();
+            });
+            res.on("end", () => resolve(body));
+          })
+          .on("error", reject);
+      });
+    const h2s = (port: number, ca: Buffer): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const client = http2.connect(`https://127.0.0.1:${port}`, { ca });
+        client.on("error", reject);
+        const req = client.request({ ":path": "/two" });
+        let body = "";
+        req.on("data", (c: Buffer) => {
+          body += c.toString();
+        });
+        req.on("end", () => {
+          client.close();
+          resolve(body);
+        });
+        req.end();
+      });
+    const served = (port: number): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false }, () => {
+          const fp = socket.getPeerCertificate().fingerprint256;
+          socket.destroy();
+          resolve(fp);
+        });
+        socket.on("error", reject);
+      });
+
+    it("serves HTTP/1.1 and HTTP/2 over TLS on one port, chosen by ALPN", async () => {
+      const { address, scheme } = await tlsServer();
+      expect(scheme).toBe("https");
+      expect(await h1s(address.port, a.cert)).toBe("1.1 GET /one");
+      expect(await h2s(address.port, a.cert)).toBe("2.0 GET /two");
+      // A certificate the client does not trust is refused by the client.
+      await expect(h1s(address.port, b.cert)).rejects.toThrow();
+    });
+
+    it("setTls swaps the certificate for new connections", async () => {
+      const { address } = await tlsServer();
+      const before = await served(address.port);
+      server?.setTls(b);
+      const after = await served(address.port);
+      expect(after).not.toBe(before);
+      expect(await h2s(address.port, b.cert)).toBe("2.0 GET /two");
     });
   });
 });

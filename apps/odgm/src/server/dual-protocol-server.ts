@@ -5,6 +5,7 @@ import http2, {
   type Http2Session,
 } from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
+import tls, { type TLSSocket } from "node:tls";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 (compatibility API) requests. */
 export type DualRequestHandler = (
@@ -39,6 +40,17 @@ export interface DualProtocolServerOptions {
    * queue the rest. Default {@link DEFAULT_MAX_CONCURRENT_STREAMS}.
    */
   readonly maxConcurrentStreams?: number;
+  /**
+   * Serve TLS instead of cleartext: HTTP/2 and HTTP/1.1 on the same port, chosen by ALPN.
+   * PEM certificate chain and private key.
+   */
+  readonly tls?: TlsFiles;
+}
+
+/** A certificate chain and its private key (PEM). */
+export interface TlsFiles {
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
 }
 
 /**
@@ -54,6 +66,10 @@ const MAX_SESSION_MEMORY_MB = 64;
 export interface DualProtocolServer {
   /** The bound address (port resolved when 0 was asked for). */
   readonly address: AddressInfo;
+  /** `https` with TLS, else `http`. */
+  readonly scheme: "http" | "https";
+  /** Replaces the certificate and key for new connections (TLS only; open ones keep theirs). */
+  setTls(files: TlsFiles): void;
   /**
    * Stops accepting, lets in-flight requests finish (HTTP/2 sessions get a GOAWAY), and
    * destroys whatever is still open after `graceMs`.
@@ -154,7 +170,22 @@ export async function createDualProtocolServer(
     else socket.destroy();
   });
 
-  const tcp = net.createServer((socket) => {
+  const toH2 = (socket: Socket): void => {
+    h2.emit("connection", socket);
+  };
+  const toH1 = (socket: Socket): void => {
+    h1Sockets.add(socket);
+    socket.once("close", () => {
+      h1Sockets.delete(socket);
+      clearTimeout(headerDeadlines.get(socket));
+      headerDeadlines.delete(socket);
+    });
+    awaitHeaders(socket);
+    h1.emit("connection", socket);
+    socket.resume();
+  };
+  /** Every accepted socket: tracked, and closed when silent before a protocol is known. */
+  const accept = (socket: Socket): void => {
     sockets.add(socket);
     unclaimed.add(socket);
     socket.on("close", () => {
@@ -164,33 +195,55 @@ export async function createDualProtocolServer(
     socket.on("error", onError);
     socket.setTimeout(idleTimeoutMs, () => socket.destroy());
     socket.setNoDelay(true);
-    let head: Buffer = Buffer.alloc(0);
-    const sniff = (chunk: Buffer): void => {
-      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
-      const n = Math.min(head.length, PREFACE.length);
-      const maybeH2 = head.subarray(0, n).equals(PREFACE.subarray(0, n));
-      if (maybeH2 && head.length < PREFACE.length) return; // need the rest of the preface
-      socket.off("data", sniff);
-      unclaimed.delete(socket);
-      socket.pause();
-      socket.unshift(head);
-      socket.setTimeout(0);
-      if (maybeH2) {
-        h2.emit("connection", socket);
-      } else {
-        h1Sockets.add(socket);
-        socket.once("close", () => {
-          h1Sockets.delete(socket);
-          clearTimeout(headerDeadlines.get(socket));
-          headerDeadlines.delete(socket);
-        });
-        awaitHeaders(socket);
-        h1.emit("connection", socket);
-        socket.resume();
-      }
-    };
-    socket.on("data", sniff);
-  });
+  };
+  const claim = (socket: Socket): void => {
+    unclaimed.delete(socket);
+    socket.setTimeout(0);
+  };
+
+  // Cleartext: the first bytes tell HTTP/2's preface from HTTP/1.1. TLS: ALPN says which.
+  const tcp: net.Server = options.tls
+    ? tls.createServer(
+        {
+          cert: options.tls.cert,
+          key: options.tls.key,
+          ALPNProtocols: ["h2", "http/1.1"],
+          handshakeTimeout: Math.min(idleTimeoutMs, 10_000),
+        },
+        (socket: TLSSocket) => {
+          // The raw socket was accepted (and is tracked) on "connection"; this is its TLS side.
+          sockets.add(socket);
+          socket.on("close", () => sockets.delete(socket));
+          socket.on("error", onError);
+          if (socket.alpnProtocol === "h2") toH2(socket);
+          else toH1(socket);
+        },
+      )
+    : net.createServer((socket) => {
+        accept(socket);
+        let head: Buffer = Buffer.alloc(0);
+        const sniff = (chunk: Buffer): void => {
+          head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+          const n = Math.min(head.length, PREFACE.length);
+          const maybeH2 = head.subarray(0, n).equals(PREFACE.subarray(0, n));
+          if (maybeH2 && head.length < PREFACE.length) return; // need the rest of the preface
+          socket.off("data", sniff);
+          claim(socket);
+          socket.pause();
+          socket.unshift(head);
+          if (maybeH2) toH2(socket);
+          else toH1(socket);
+        };
+        socket.on("data", sniff);
+      });
+  if (options.tls) {
+    // The raw sockets: tracked from accept; the handshake is bounded by handshakeTimeout.
+    tcp.on("connection", (raw: Socket) => {
+      accept(raw);
+      claim(raw);
+    });
+    tcp.on("tlsClientError", (err: Error) => onError(err));
+  }
 
   // Node closes connections beyond the limit as they are accepted.
   if (options.maxConnections !== undefined) tcp.maxConnections = options.maxConnections;
@@ -206,6 +259,11 @@ export async function createDualProtocolServer(
 
   return {
     address,
+    scheme: options.tls ? "https" : "http",
+    setTls(files) {
+      if (!(tcp instanceof tls.Server)) throw new Error("this server does not serve TLS");
+      tcp.setSecureContext({ cert: files.cert, key: files.key });
+    },
     async close(graceMs = 10_000): Promise<void> {
       closing = true;
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
