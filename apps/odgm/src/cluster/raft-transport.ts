@@ -7,7 +7,6 @@
 // a backoff.
 import { create } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createWritableIterable, type WritableIterable } from "@connectrpc/connect/protocol";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import {
   type RaftBatch,
@@ -19,6 +18,7 @@ import {
   RaftService,
 } from "@oprc/grpc-api";
 import type { Message } from "@oprc/raft-log";
+import { BatchChannel } from "./batch-channel.js";
 import { fromWireMessage, isWireMessage, toWireMessage } from "./raft-wire.js";
 
 /** Options of {@link createRaftTransport}. */
@@ -69,7 +69,7 @@ const BACKOFF_MAX_MS = 2000;
 
 /** One open `Stream` call to a peer. */
 interface PeerStream {
-  readonly input: WritableIterable<RaftBatch>;
+  readonly input: BatchChannel<RaftBatch>;
   /** Groups whose messages went on this stream (told on failure: those may be lost). */
   readonly groups: Set<string>;
   /** Messages of the batch being written, 0 when none. */
@@ -140,7 +140,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     const url = options.addressOf(p.id);
     if (url === undefined) return undefined;
     if (p.client === undefined || p.url !== url) {
-      p.stream?.input.close();
+      p.stream?.input.close(new Error(`node ${p.id} moved to ${url}`));
       p.stream = undefined;
       p.session?.abort();
       p.url = url;
@@ -162,7 +162,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
   const fail = (p: Peer, s: PeerStream, err: unknown): void => {
     if (closed || p.stream !== s) return;
     p.stream = undefined;
-    s.input.close();
+    s.input.close(err);
     // The next stream starts on a fresh connection (the old one may be the stalled one).
     p.session?.abort();
     p.client = undefined;
@@ -180,7 +180,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     if (client === undefined) return undefined;
     if (p.stream === undefined) {
       const s: PeerStream = {
-        input: createWritableIterable<RaftBatch>(),
+        input: new BatchChannel<RaftBatch>(),
         groups: new Set(),
         writing: 0,
       };
@@ -238,7 +238,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     );
     stalled.unref();
     s.input
-      .write(
+      .offer(
         create(RaftBatchSchema, {
           fromNode: BigInt(options.nodeId),
           toNode: BigInt(p.id),
@@ -306,7 +306,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       closed = true;
       for (const p of peers.values()) {
         if (p.timer !== undefined) clearTimeout(p.timer);
-        p.stream?.input.close();
+        p.stream?.input.close(new Error("the Raft transport closed"));
         p.session?.abort();
         p.queue = [];
         p.bytes = [];
