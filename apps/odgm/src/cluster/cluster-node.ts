@@ -209,7 +209,7 @@ export class ClusterNode {
         this.o.logger.warn({ err, from }, "refused a malformed Raft message from a peer"),
     });
     return {
-      stream: receive.stream,
+      send: receive.send,
       propose: async (req: ProposeRequest) => {
         const g = this.groups.get(req.group);
         if (g === undefined)
