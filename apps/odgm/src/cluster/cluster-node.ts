@@ -45,6 +45,7 @@ import { normalizeCollectionSpec } from "../collections/collection-registry.js";
 import type { ClusterConfig, ReadConsistency } from "../config.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { ShardReplica } from "../shards/shard-manager.js";
+import { isConnectionFailure } from "./connection-failure.js";
 import { guardHttp2ClientSessions } from "./http2-goaway-guard.js";
 import {
   createCollectionCommand,
@@ -440,11 +441,13 @@ export class ClusterNode {
       if (
         ce.code === Code.Unavailable ||
         ce.code === Code.DeadlineExceeded ||
-        ce.code === Code.Unknown
+        ce.code === Code.Unknown ||
+        isConnectionFailure(ce)
       ) {
+        // No answer came back: the leader may or may not have applied the operation.
         throw new DataPlaneError(
           "not_leader",
-          `could not forward to the leader (node ${leader}) of group ${groupId}: ${ce.rawMessage}`,
+          `could not forward to the leader (node ${leader}) of group ${groupId}, or lost its answer (the operation may have been applied): ${ce.rawMessage}`,
           { leaderHint: this.addresses.get(leader) ?? String(leader), cause: err },
         );
       }

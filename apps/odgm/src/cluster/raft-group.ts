@@ -3,6 +3,7 @@
 // the group's state machine, answers proposals and linearizable reads — and compacts the
 // log behind a snapshot of the state machine.
 
+import { randomBytes } from "node:crypto";
 import { DataPlaneError } from "@oprc/grpc-api";
 import {
   type ConfChange,
@@ -82,6 +83,11 @@ export interface RaftGroupStatus extends RaftStatus {
   readonly snapshotsSent: number;
 }
 
+/**
+ * Read contexts are unique across restarts too: a leader's answer to a read asked before a
+ * restart must not satisfy a new read that happens to reuse its sequence number.
+ */
+const readEpoch = randomBytes(6).toString("hex");
 let readSeq = 0;
 
 /** What a leader may send before its own write of the same Ready is durable. */
@@ -274,7 +280,7 @@ export class RaftGroup<R> {
    */
   readIndex(timeoutMs = 10_000): Promise<void> {
     if (this.closed) return Promise.reject(groupClosed(this.id));
-    const ctx = `${this.o.nodeId}:${++readSeq}`;
+    const ctx = `${this.o.nodeId}:${readEpoch}:${++readSeq}`;
     try {
       this.raft.readIndex(new TextEncoder().encode(ctx));
     } catch (err) {
