@@ -46,7 +46,7 @@ describe("loadConfig", () => {
       ODGM_STRING_IDS_WRITE_ONLY: "TRUE",
       ODGM_MAX_STRING_ID_LEN: "64",
       ODGM_HTTP_PORT: "0",
-      ODGM_MEMBERS: "1=http://127.0.0.1:7001, 2=http://127.0.0.1:7002,3=https://n3:443/",
+      ODGM_MEMBERS: "1=http://127.0.0.1:7001, 2=http://127.0.0.1:7002,3=http://n3:80/",
     });
     expect(c.features.stringIds).toBe(false);
     expect(c.features.stringKeys).toBe(false);
@@ -57,7 +57,7 @@ describe("loadConfig", () => {
       new Map([
         [1, "http://127.0.0.1:7001"],
         [2, "http://127.0.0.1:7002"],
-        [3, "https://n3"],
+        [3, "http://n3"],
       ]),
     );
   });
@@ -99,7 +99,7 @@ describe("loadConfig", () => {
     expect(err.message).toContain(name);
   });
 
-  it("TLS: both files or neither; not with cluster members yet", () => {
+  it("TLS: both files or neither; a cluster needs a CA and https:// members", () => {
     expect(loadConfig({}).tls).toBeUndefined();
     expect(loadConfig({ ODGM_TLS_CERT: "c.pem", ODGM_TLS_KEY: "k.pem" }).tls).toEqual({
       certFile: "c.pem",
@@ -107,14 +107,29 @@ describe("loadConfig", () => {
     });
     expect(errorOf({ ODGM_TLS_CERT: "c.pem" }).variable).toBe("ODGM_TLS_KEY");
     expect(errorOf({ ODGM_TLS_KEY: "k.pem" }).variable).toBe("ODGM_TLS_CERT");
+    expect(errorOf({ ODGM_TLS_CA: "ca.pem" }).variable).toBe("ODGM_TLS_CA");
+    const tls = { ODGM_TLS_CERT: "c.pem", ODGM_TLS_KEY: "k.pem", ODGM_NODE_ID: "1" };
+    const noCa = errorOf({ ...tls, ODGM_MEMBERS: "1=https://a:1,2=https://b:1" });
+    expect(noCa.variable).toBe("ODGM_TLS_CA");
+    expect(noCa.message).toMatch(/needs ODGM_TLS_CA/);
+    const c = loadConfig({
+      ...tls,
+      ODGM_TLS_CA: "ca.pem",
+      ODGM_MEMBERS: "1=https://a:1,2=https://b:1",
+    });
+    expect(c.tls).toEqual({ certFile: "c.pem", keyFile: "k.pem", caFile: "ca.pem" });
+    expect(c.cluster.members.get(2)).toBe("https://b:1");
+    // One scheme for the whole cluster: TLS nodes talk https, cleartext nodes http.
     expect(
-      errorOf({
-        ODGM_TLS_CERT: "c.pem",
-        ODGM_TLS_KEY: "k.pem",
-        ODGM_NODE_ID: "1",
-        ODGM_MEMBERS: "1=https://a:1,2=https://b:1",
-      }).message,
-    ).toMatch(/single nodes only/);
+      errorOf({ ...tls, ODGM_TLS_CA: "ca.pem", ODGM_MEMBERS: "1=https://a:1,2=http://b:1" })
+        .message,
+    ).toMatch(/member 2: expected an https:\/\/ URL/);
+    expect(errorOf({ ODGM_MEMBERS: "1=http://a:1,2=https://b:1" }).message).toMatch(
+      /member 2: expected an http:\/\/ URL/,
+    );
+    expect(loadConfig({ ODGM_TLS_CERT: "c.pem", ODGM_TLS_KEY: "k.pem" }).cluster.members).toEqual(
+      new Map([[1, "https://127.0.0.1:8080"]]),
+    );
   });
 
   it("parses ODGM_COLLECTION in the seed-era JSON format", () => {

@@ -14,8 +14,13 @@ export interface OdgmConfig {
   /**
    * `ODGM_TLS_CERT` and `ODGM_TLS_KEY` (PEM files, both or neither): serve gRPC, gRPC-Web,
    * Connect and REST over TLS on the same port (ALPN h2 and http/1.1); SIGHUP re-reads them.
+   * `ODGM_TLS_CA` (PEM file, required in a cluster of more than one member): the CA that
+   * signs every member's certificate; nodes then authenticate each other (mutual TLS) and
+   * the internal Raft service refuses callers without a certificate it signed.
    */
-  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  readonly tls:
+    | { readonly certFile: string; readonly keyFile: string; readonly caFile?: string }
+    | undefined;
   /** `ODGM_DATA_DIR` (default `./data`): where RocksDB keeps the node's data. */
   readonly dataDir: string;
   /** `ODGM_STORAGE` (default `rocksdb`): `memory` keeps nothing across restarts. */
@@ -156,7 +161,7 @@ function nodeIdOf(name: string, raw: string): number {
   return Number(raw);
 }
 
-function parseCluster(env: Env, port: number): ClusterConfig {
+function parseCluster(env: Env, port: number, scheme: "http:" | "https:"): ClusterConfig {
   const nodeId = env.ODGM_NODE_ID?.trim() ? nodeIdOf("ODGM_NODE_ID", env.ODGM_NODE_ID.trim()) : 1;
   const members = new Map<number, string>();
   const raw = env.ODGM_MEMBERS?.trim();
@@ -176,8 +181,13 @@ function parseCluster(env: Env, port: number): ClusterConfig {
       } catch {
         throw configError("ODGM_MEMBERS", `member ${id}: ${JSON.stringify(m[2])} is not a URL`);
       }
-      if (url.protocol !== "http:" && url.protocol !== "https:") {
-        throw configError("ODGM_MEMBERS", `member ${id}: expected an http:// or https:// URL`);
+      if (url.protocol !== scheme) {
+        throw configError(
+          "ODGM_MEMBERS",
+          scheme === "https:"
+            ? `member ${id}: expected an https:// URL (this node serves TLS, so do its peers)`
+            : `member ${id}: expected an http:// URL (set ODGM_TLS_CERT, ODGM_TLS_KEY and ODGM_TLS_CA for https:// members)`,
+        );
       }
       if (members.has(id)) throw configError("ODGM_MEMBERS", `member ${id} is listed twice`);
       members.set(id, url.origin);
@@ -186,7 +196,7 @@ function parseCluster(env: Env, port: number): ClusterConfig {
       throw configError("ODGM_MEMBERS", `does not list this node (ODGM_NODE_ID=${nodeId})`);
     }
   } else {
-    members.set(nodeId, `http://127.0.0.1:${port}`);
+    members.set(nodeId, `${scheme}//127.0.0.1:${port}`);
   }
   const state = (env.ODGM_CLUSTER_STATE?.trim() || "new").toLowerCase();
   if (state !== "new" && state !== "existing") {
@@ -285,16 +295,23 @@ export function loadConfig(env: Env): OdgmConfig {
       "ODGM_TLS_CERT and ODGM_TLS_KEY go together: set both (PEM files) or neither",
     );
   }
-  const cluster = parseCluster(env, port);
-  if (certFile !== undefined && cluster.members.size > 1) {
+  const caFile = env.ODGM_TLS_CA?.trim() || undefined;
+  if (caFile !== undefined && certFile === undefined) {
+    throw configError("ODGM_TLS_CA", "ODGM_TLS_CA needs ODGM_TLS_CERT and ODGM_TLS_KEY as well");
+  }
+  const cluster = parseCluster(env, port, certFile === undefined ? "http:" : "https:");
+  if (certFile !== undefined && caFile === undefined && cluster.members.size > 1) {
     throw configError(
-      "ODGM_TLS_CERT",
-      "TLS is served by single nodes only in this version: the Raft links between cluster nodes do not speak TLS yet",
+      "ODGM_TLS_CA",
+      "a cluster served over TLS needs ODGM_TLS_CA, the CA that signs every member's certificate: nodes authenticate each other with it",
     );
   }
   return {
     http: { host, port },
-    tls: certFile === undefined || keyFile === undefined ? undefined : { certFile, keyFile },
+    tls:
+      certFile === undefined || keyFile === undefined
+        ? undefined
+        : { certFile, keyFile, ...(caFile === undefined ? {} : { caFile }) },
     dataDir,
     storage,
     syncWrites: bool(env, "ODGM_SYNC_WRITES", true),

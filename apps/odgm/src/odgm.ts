@@ -37,6 +37,7 @@ import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js"
 import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { isOdgmError, OdgmError } from "./odgm-error.js";
 import { createDualProtocolServer } from "./server/dual-protocol-server.js";
+import { peersOnly } from "./server/peer-auth.js";
 import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 
@@ -129,6 +130,24 @@ export async function startOdgm(
   options: StartOdgmOptions = {},
 ): Promise<OdgmNode> {
   const logger = options.logger ?? pino({ level: config.logLevel, base: { service: "odgm" } });
+  const tlsConfig = config.tls;
+  const readTls = (files: NonNullable<typeof tlsConfig>) => {
+    try {
+      return {
+        cert: readFileSync(files.certFile),
+        key: readFileSync(files.keyFile),
+        ...(files.caFile === undefined ? {} : { ca: readFileSync(files.caFile) }),
+      };
+    } catch (err) {
+      throw new OdgmError(
+        "invalid_config",
+        `ODGM_TLS_CERT / ODGM_TLS_KEY / ODGM_TLS_CA: ${(err as Error).message}`,
+        { cause: err, variable: "ODGM_TLS_CERT" },
+      );
+    }
+  };
+  // Read before anything opens, so a missing or unreadable file fails the start at once.
+  const tlsFiles = tlsConfig === undefined ? undefined : readTls(tlsConfig);
   const metrics = createOdgmMetrics();
   const engine = options.engine ?? (await openEngine(config));
   const functions = createFunctionClientPool({ maxMessageBytes: config.limits.maxMessageBytes });
@@ -151,6 +170,7 @@ export async function startOdgm(
         await late?.addCollection(spec);
       },
       hooks: clusterMetricHooks(metrics),
+      ...(tlsFiles?.ca === undefined ? {} : { peerTls: { ...tlsFiles, ca: tlsFiles.ca } }),
     });
     const clusterNode = cluster;
     const manager = createShardManager({
@@ -323,23 +343,11 @@ export async function startOdgm(
     registerClusterRoutes(app, clusterNode);
 
     const handler = pipeline.handler(getRequestListener(app.fetch) as never);
-    const tlsConfig = config.tls;
-    const readTls = (files: NonNullable<typeof tlsConfig>) => {
-      try {
-        return { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
-      } catch (err) {
-        throw new OdgmError(
-          "invalid_config",
-          `ODGM_TLS_CERT / ODGM_TLS_KEY: ${(err as Error).message}`,
-          { cause: err, variable: "ODGM_TLS_CERT" },
-        );
-      }
-    };
     const server = await createDualProtocolServer({
       host: config.http.host,
       port: config.http.port,
-      ...(tlsConfig === undefined ? {} : { tls: readTls(tlsConfig) }),
-      handler,
+      ...(tlsFiles === undefined ? {} : { tls: tlsFiles }),
+      handler: tlsFiles?.ca === undefined ? handler : peersOnly(handler),
       onError: (err) => logger.debug({ err }, "connection error"),
       idleTimeoutMs: config.limits.idleTimeoutMs,
       headersTimeoutMs: config.limits.headersTimeoutMs,

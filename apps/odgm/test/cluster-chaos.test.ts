@@ -9,7 +9,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService, DataService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
-import { leaderOf, waitFor } from "./fixtures/cluster-probe.js";
+import { createRaftCollection, leaderOf, waitFor } from "./fixtures/cluster-probe.js";
 import { runNemesis } from "./fixtures/nemesis.js";
 import { checkRegisterHistory, runRegisterWorkload } from "./fixtures/register-workload.js";
 
@@ -23,15 +23,7 @@ beforeAll(async () => {
   cluster = await startCluster({ faultProxy: true });
   await cluster.waitReady();
   const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
-  await waitFor(
-    () =>
-      admin
-        .createCollection({ name: "kv", partitionCount: 1, shardType: "raft", replicaCount: 3 })
-        .then(() => true)
-        .catch(() => false),
-    30_000,
-  );
-  await cluster.waitReady();
+  await createRaftCollection(cluster, admin, "kv");
 }, 180_000);
 afterAll(async () => {
   await cluster?.close();

@@ -5,7 +5,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService, DataService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
-import { clusterView, waitFor } from "./fixtures/cluster-probe.js";
+import { clusterView, createRaftCollection, waitFor } from "./fixtures/cluster-probe.js";
 
 const enc = new TextEncoder();
 let cluster: TestCluster;
@@ -14,15 +14,7 @@ beforeAll(async () => {
   cluster = await startCluster({ ids: [1, 2, 3, 4], startNow: [1, 2, 3], bootstrap: [1, 2, 3] });
   await cluster.waitReady();
   const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
-  await waitFor(
-    () =>
-      admin
-        .createCollection({ name: "kv", partitionCount: 2, shardType: "raft", replicaCount: 3 })
-        .then(() => true)
-        .catch(() => false),
-    30_000,
-  );
-  await cluster.waitReady();
+  await createRaftCollection(cluster, admin, "kv", 2);
 }, 180_000);
 afterAll(async () => {
   await cluster?.close();

@@ -12,7 +12,7 @@ import {
   createClient,
   type ServiceImpl,
 } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { createGrpcTransport, type Http2SessionManager } from "@connectrpc/connect-node";
 import type { EntryStore, KvShard, MutationResult, StoreOp } from "@oprc/entry-store";
 import { isStoreError } from "@oprc/entry-store";
 import {
@@ -58,7 +58,9 @@ import { RaftGroup, type RaftGroupStatus, type StateMachine } from "./raft-group
 import {
   createRaftServiceImpl,
   createRaftTransport,
+  type PeerTls,
   type PeerTransportStats,
+  peerSession,
 } from "./raft-transport.js";
 
 /** The metadata group's id. */
@@ -81,6 +83,8 @@ export interface ClusterNodeOptions {
   readonly onCollection: (spec: CreateCollectionRequest) => Promise<void>;
   /** Observers for metrics. */
   readonly hooks?: ClusterHooks;
+  /** Mutual TLS towards the other members (their URLs are `https://`). */
+  readonly peerTls?: PeerTls;
 }
 
 /** Events a node reports for metrics. */
@@ -155,6 +159,7 @@ export class ClusterNode {
     this.addresses = new Map(o.config.members);
     this.transport = createRaftTransport({
       nodeId: this.nodeId,
+      ...(o.peerTls === undefined ? {} : { tls: o.peerTls }),
       addressOf: (id) => this.addresses.get(id),
       onUnreachable: (peer, groups) => {
         for (const g of groups) this.groups.get(g)?.reportUnreachable(peer);
@@ -210,7 +215,7 @@ export class ClusterNode {
         this.o.logger.warn({ err, from }, "refused a malformed Raft message from a peer"),
     });
     return {
-      send: receive.send,
+      stream: receive.stream,
       propose: async (req: ProposeRequest) => {
         const g = this.groups.get(req.group);
         if (g === undefined)
@@ -397,7 +402,11 @@ export class ClusterNode {
       throw new DataPlaneError("unavailable", `no address is known for node ${nodeId}`);
     let c = this.clients.get(url);
     if (c === undefined) {
-      const session = new Http2SessionManager(url, { pingIntervalMs: 2000, pingTimeoutMs: 2000 });
+      const session = peerSession(
+        url,
+        { pingIntervalMs: 2000, pingTimeoutMs: 2000 },
+        this.o.peerTls,
+      );
       c = {
         client: createClient(
           RaftService,
@@ -526,6 +535,13 @@ export class ClusterNode {
 
   /** Records a member's address cluster-wide. */
   async setMember(id: number, url: string): Promise<void> {
+    const scheme = this.o.peerTls === undefined ? "http:" : "https:";
+    if (new URL(url).protocol !== scheme) {
+      throw new DataPlaneError(
+        "invalid_argument",
+        `member ${id}: this cluster's members are ${scheme}// URLs (${this.o.peerTls === undefined ? "mutual TLS is not configured" : "mutual TLS"}), got ${url}`,
+      );
+    }
     await this.propose(META_GROUP, encodeMetaCommand({ setMember: { id, url } }));
   }
 

@@ -1,5 +1,6 @@
-// The Raft transport over real HTTP/2 on loopback: batching across groups, malformed
-// envelopes refused without failing the batch, an unreachable peer reported and retried.
+// The Raft transport over real HTTP/2 on loopback: batching across groups on one long-lived
+// stream, malformed envelopes refused without failing the batch, an unreachable or stalled
+// peer reported and retried.
 import { createServer, type Http2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
@@ -32,7 +33,14 @@ interface Received {
 
 async function node(
   id: number,
-): Promise<{ url: string; got: Received[]; rejected: unknown[]; calls: number[] }> {
+  options: { stall?: boolean } = {},
+): Promise<{
+  url: string;
+  got: Received[];
+  rejected: unknown[];
+  calls: number[];
+  streams: number;
+}> {
   const got: Received[] = [];
   const rejected: unknown[] = [];
   const calls: number[] = [];
@@ -44,24 +52,30 @@ async function node(
     },
     onRejected: (err) => rejected.push(err),
   });
+  const out = { url: "", got, rejected, calls, streams: 0 };
   const handler = connectNodeAdapter({
     routes: (r) =>
       r.service(RaftService, {
-        send(req) {
-          calls.push(req.messages.length);
-          return impl.send(req);
+        stream(requests) {
+          out.streams++;
+          // A stalled peer never reads what it is sent.
+          if (options.stall === true) return new Promise(() => undefined);
+          return impl.stream(
+            (async function* () {
+              for await (const req of requests) {
+                calls.push(req.messages.length);
+                yield req;
+              }
+            })(),
+          );
         },
       }),
   });
   const server = createServer(handler);
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    got,
-    rejected,
-    calls,
-  };
+  out.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return out;
 }
 
 const until = async (cond: () => boolean): Promise<void> => {
@@ -70,7 +84,7 @@ const until = async (cond: () => boolean): Promise<void> => {
 };
 
 describe("raft transport", () => {
-  it("batches the messages of every group bound for a peer into one call", async () => {
+  it("batches the messages of every group bound for a peer, on one stream", async () => {
     const peer = await node(2);
     const t = createRaftTransport({
       nodeId: 1,
@@ -83,6 +97,11 @@ describe("raft transport", () => {
     await until(() => peer.got.length === 5);
     expect(peer.calls).toEqual([5]);
     expect(peer.got.map((r) => r.group)).toEqual(["c/0", "c/1", "c/2", "c/3", "c/4"]);
+    // Later batches go on the same stream.
+    t.send("c/0", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 })]);
+    await until(() => peer.got.length === 6);
+    expect(peer.streams).toBe(1);
+    expect(t.stats()[0]).toMatchObject({ batches: 2, messages: 6, streams: 1, failures: 0 });
     // Local message types never leave the node.
     t.send("c/0", [createMessage({ type: "hup", from: 1, to: 2 })]);
     expect(t.stats()[0]?.queued).toBe(0);
@@ -107,7 +126,7 @@ describe("raft transport", () => {
       group: "g",
       message: create(RaftMessageSchema, { type: 10, from: 3n, to: 2n, term: 1n }),
     });
-    impl.send({
+    impl.receive({
       $typeName: "oprc.RaftBatch",
       fromNode: 1n,
       toNode: 2n,
@@ -116,7 +135,7 @@ describe("raft transport", () => {
     expect(peer.got).toHaveLength(1);
     expect(peer.rejected).toHaveLength(2);
     expect(() =>
-      impl.send({ $typeName: "oprc.RaftBatch", fromNode: 1n, toNode: 9n, messages: [ok] }),
+      impl.receive({ $typeName: "oprc.RaftBatch", fromNode: 1n, toNode: 9n, messages: [ok] }),
     ).toThrow(/not node 9/);
   });
 
@@ -140,5 +159,31 @@ describe("raft transport", () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(peer.got.length).toBeGreaterThan(0);
+  });
+
+  it("fails a stream whose peer stops reading, reports the groups it carried, and reopens", async () => {
+    const stalled = await node(2, { stall: true });
+    const unreachable: string[][] = [];
+    const t = createRaftTransport({
+      nodeId: 1,
+      addressOf: () => stalled.url,
+      onUnreachable: (_p, groups) => unreachable.push([...groups]),
+      callTimeoutMs: 300,
+    });
+    transports.push(t);
+    // Large messages fill the HTTP/2 flow-control window of a peer that never reads.
+    const big = new Uint8Array(256 * 1024);
+    for (let i = 0; i < 40 && unreachable.length === 0; i++) {
+      t.send(`g/${i % 3}`, [
+        createMessage({ type: "heartbeat", from: 1, to: 2, term: 1, context: big }),
+      ]);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await until(() => unreachable.length > 0);
+    expect(unreachable[0]).toEqual(expect.arrayContaining(["g/0"]));
+    expect(t.stats()[0]?.failures).toBeGreaterThan(0);
+    // After the backoff the transport opens a new stream (on a new connection).
+    t.send("g/0", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 })]);
+    await until(() => stalled.streams > 1);
   });
 });

@@ -1,7 +1,10 @@
 // Raft messages between nodes over gRPC on the nodes' own ports (oprc.RaftService).
-// Messages of every group bound for one peer are batched into one call; one call per peer
-// is in flight, and what arrives meanwhile forms the next batch. A failed call drops its
-// batch (Raft resends), tells the groups the peer is unreachable and backs off.
+// Each node keeps one long-lived client stream (`Stream`) to each peer, so a batch costs a
+// message on an open HTTP/2 stream rather than a call of its own. Messages of every group
+// bound for one peer are batched; one batch per peer is being written at a time, and what
+// arrives meanwhile forms the next. A failed or stalled stream drops what it carried (Raft
+// resends), tells the groups it carried that the peer is unreachable, and is reopened after
+// a backoff.
 import { create } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -15,6 +18,7 @@ import {
   RaftService,
 } from "@oprc/grpc-api";
 import type { Message } from "@oprc/raft-log";
+import { BatchChannel } from "./batch-channel.js";
 import { fromWireMessage, isWireMessage, toWireMessage } from "./raft-wire.js";
 
 /** Options of {@link createRaftTransport}. */
@@ -27,22 +31,51 @@ export interface RaftTransportOptions {
   readonly maxBatchBytes?: number;
   /** Messages queued for one peer at most; older ones are dropped (Raft resends). Default 10000. */
   readonly maxQueued?: number;
-  /** Told when a batch to `peer` failed, with the groups it carried. */
+  /** Told when a stream to `peer` failed, with the groups it carried. */
   readonly onUnreachable?: (peer: number, groups: readonly string[]) => void;
   /** Told of transport failures (logging). */
   readonly onError?: (err: unknown, peer: number) => void;
-  /** Per-call deadline. Default 5000 ms. */
+  /**
+   * A batch the stream has not taken within this time (a peer that stopped reading) fails
+   * the stream. Default 5000 ms.
+   */
   readonly callTimeoutMs?: number;
+  /** Client certificate and CA for `https://` peers (mutual TLS between nodes). */
+  readonly tls?: PeerTls;
+}
+
+/** What a node presents to its peers and checks them against (PEM). */
+export interface PeerTls {
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
+  readonly ca: string | Buffer;
+}
+
+/** A session to a peer; over `https://`, authenticated both ways with `tls`. */
+export function peerSession(
+  url: string,
+  ping: ConstructorParameters<typeof Http2SessionManager>[1],
+  tls: PeerTls | undefined,
+): Http2SessionManager {
+  return new Http2SessionManager(
+    url,
+    ping,
+    tls === undefined ? undefined : { ca: tls.ca, cert: tls.cert, key: tls.key },
+  );
 }
 
 /** Per-peer counters. */
 export interface PeerTransportStats {
   readonly peer: number;
+  /** Batches handed to a stream. */
   readonly batches: number;
   readonly messages: number;
+  /** Streams that failed (each also counted when reopened). */
   readonly failures: number;
   readonly dropped: number;
   readonly queued: number;
+  /** Streams opened to the peer. */
+  readonly streams: number;
 }
 
 /** The sending half of the transport. */
@@ -56,6 +89,15 @@ export interface RaftTransport {
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
 
+/** One open `Stream` call to a peer. */
+interface PeerStream {
+  readonly input: BatchChannel<RaftBatch>;
+  /** Groups whose messages went on this stream (told on failure: those may be lost). */
+  readonly groups: Set<string>;
+  /** Messages of the batch being written, 0 when none. */
+  writing: number;
+}
+
 interface Peer {
   readonly id: number;
   queue: RaftEnvelope[];
@@ -63,7 +105,9 @@ interface Peer {
   client: Client<typeof RaftService> | undefined;
   session: Http2SessionManager | undefined;
   url: string | undefined;
-  inFlight: boolean;
+  stream: PeerStream | undefined;
+  /** A flush is queued for the end of this turn (setImmediate). */
+  flushQueued: boolean;
   backoffMs: number;
   retryAt: number;
   timer: NodeJS.Timeout | undefined;
@@ -71,6 +115,7 @@ interface Peer {
   messages: number;
   failures: number;
   dropped: number;
+  streams: number;
 }
 
 function sizeOf(m: Message): number {
@@ -97,7 +142,8 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         client: undefined,
         session: undefined,
         url: undefined,
-        inFlight: false,
+        stream: undefined,
+        flushQueued: false,
         backoffMs: 0,
         retryAt: 0,
         timer: undefined,
@@ -105,6 +151,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         messages: 0,
         failures: 0,
         dropped: 0,
+        streams: 0,
       };
       peers.set(id, p);
     }
@@ -115,14 +162,16 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     const url = options.addressOf(p.id);
     if (url === undefined) return undefined;
     if (p.client === undefined || p.url !== url) {
+      p.stream?.input.close(new Error(`node ${p.id} moved to ${url}`));
+      p.stream = undefined;
       p.session?.abort();
       p.url = url;
       // Pings find a dead peer (a cut link looks like silence, not a refusal).
-      p.session = new Http2SessionManager(url, {
-        pingIntervalMs: 2000,
-        pingTimeoutMs: 2000,
-        idleConnectionTimeoutMs: 60_000,
-      });
+      p.session = peerSession(
+        url,
+        { pingIntervalMs: 2000, pingTimeoutMs: 2000, idleConnectionTimeoutMs: 60_000 },
+        options.tls,
+      );
       p.client = createClient(
         RaftService,
         createGrpcTransport({ baseUrl: url, sessionManager: p.session }),
@@ -131,8 +180,44 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     return p.client;
   };
 
+  /** Ends `s` after an error: what it carried may be lost, so its groups hear of it. */
+  const fail = (p: Peer, s: PeerStream, err: unknown): void => {
+    if (closed || p.stream !== s) return;
+    p.stream = undefined;
+    s.input.close(err);
+    // The next stream starts on a fresh connection (the old one may be the stalled one).
+    p.session?.abort();
+    p.client = undefined;
+    p.failures++;
+    p.dropped += s.writing;
+    p.backoffMs = Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, p.backoffMs * 2));
+    p.retryAt = Date.now() + p.backoffMs;
+    options.onError?.(err, p.id);
+    options.onUnreachable?.(p.id, [...s.groups]);
+    schedule(p);
+  };
+
+  const streamOf = (p: Peer): PeerStream | undefined => {
+    const client = clientOf(p);
+    if (client === undefined) return undefined;
+    if (p.stream === undefined) {
+      const s: PeerStream = {
+        input: new BatchChannel<RaftBatch>(),
+        groups: new Set(),
+        writing: 0,
+      };
+      p.stream = s;
+      p.streams++;
+      client.stream(s.input).then(
+        () => fail(p, s, new ConnectError("the peer ended the Raft stream", Code.Unavailable)),
+        (err: unknown) => fail(p, s, err),
+      );
+    }
+    return p.stream;
+  };
+
   const schedule = (p: Peer): void => {
-    if (closed || p.inFlight || p.timer !== undefined || p.queue.length === 0) return;
+    if (closed || p.stream?.writing || p.timer !== undefined || p.queue.length === 0) return;
     const wait = Math.max(0, p.retryAt - Date.now());
     p.timer = setTimeout(() => {
       p.timer = undefined;
@@ -143,8 +228,8 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
   };
 
   const flush = (p: Peer): void => {
-    if (closed || p.inFlight || p.queue.length === 0) return;
-    const client = clientOf(p);
+    if (closed || (p.stream?.writing ?? 0) > 0 || p.queue.length === 0) return;
+    const s = streamOf(p);
     let take = 0;
     let size = 0;
     while (take < p.queue.length && (take === 0 || size + (p.bytes[take] as number) <= maxBytes)) {
@@ -153,38 +238,51 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     }
     const envelopes = p.queue.splice(0, take);
     p.bytes.splice(0, take);
-    const groups = [...new Set(envelopes.map((e) => e.group))];
-    if (client === undefined) {
+    const groups = new Set(envelopes.map((e) => e.group));
+    if (s === undefined) {
       p.dropped += envelopes.length;
-      options.onUnreachable?.(p.id, groups);
+      options.onUnreachable?.(p.id, [...groups]);
       return;
     }
-    p.inFlight = true;
-    const batch: RaftBatch = create(RaftBatchSchema, {
-      fromNode: BigInt(options.nodeId),
-      toNode: BigInt(p.id),
-      messages: envelopes,
-    });
-    client.send(batch, { timeoutMs }).then(
-      () => {
-        p.inFlight = false;
-        p.batches++;
-        p.messages += envelopes.length;
-        p.backoffMs = 0;
-        p.retryAt = 0;
-        if (p.queue.length > 0) flush(p);
-      },
-      (err: unknown) => {
-        p.inFlight = false;
-        p.failures++;
-        p.dropped += envelopes.length;
-        p.backoffMs = Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, p.backoffMs * 2));
-        p.retryAt = Date.now() + p.backoffMs;
-        options.onError?.(err, p.id);
-        options.onUnreachable?.(p.id, groups);
-        schedule(p);
-      },
+    for (const g of groups) s.groups.add(g);
+    s.writing = envelopes.length;
+    const stalled = setTimeout(
+      () =>
+        fail(
+          p,
+          s,
+          new ConnectError(
+            `node ${p.id} took no Raft batch for ${timeoutMs} ms`,
+            Code.DeadlineExceeded,
+          ),
+        ),
+      timeoutMs,
     );
+    stalled.unref();
+    s.input
+      .offer(
+        create(RaftBatchSchema, {
+          fromNode: BigInt(options.nodeId),
+          toNode: BigInt(p.id),
+          messages: envelopes,
+        }),
+      )
+      .then(
+        () => {
+          clearTimeout(stalled);
+          if (p.stream !== s) return;
+          s.writing = 0;
+          p.batches++;
+          p.messages += envelopes.length;
+          p.backoffMs = 0;
+          p.retryAt = 0;
+          if (p.queue.length > 0) flush(p);
+        },
+        (err: unknown) => {
+          clearTimeout(stalled);
+          fail(p, s, err);
+        },
+      );
   };
 
   return {
@@ -205,14 +303,14 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       }
       for (const p of touched) {
         if (p.retryAt > Date.now()) schedule(p);
-        else if (!p.inFlight) {
-          // Let the rest of this turn's messages (other groups) join the batch.
-          if (p.timer === undefined) {
-            p.timer = setTimeout(() => {
-              p.timer = undefined;
-              flush(p);
-            }, 0);
-          }
+        else if (!p.stream?.writing && p.timer === undefined && !p.flushQueued) {
+          // Let the rest of this turn's messages (other groups) join the batch. setImmediate,
+          // not setTimeout(0): a timer waits at least 1 ms, paid on every hop of a commit.
+          p.flushQueued = true;
+          setImmediate(() => {
+            p.flushQueued = false;
+            flush(p);
+          });
         }
       }
     },
@@ -224,11 +322,13 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         failures: p.failures,
         dropped: p.dropped,
         queued: p.queue.length,
+        streams: p.streams,
       })),
     close() {
       closed = true;
       for (const p of peers.values()) {
         if (p.timer !== undefined) clearTimeout(p.timer);
+        p.stream?.input.close(new Error("the Raft transport closed"));
         p.session?.abort();
         p.queue = [];
         p.bytes = [];
@@ -246,33 +346,43 @@ export interface RaftServiceOptions {
   readonly onRejected: (err: unknown, fromNode: number) => void;
 }
 
-/** The receiving half: the `oprc.RaftService` implementation. */
+/** The receiving half: the `Stream` method of `oprc.RaftService`, and one batch's delivery. */
 export function createRaftServiceImpl(options: RaftServiceOptions): {
-  send(req: RaftBatch): RaftBatchAck;
+  /** Delivers one batch; the answer names the groups this node does not host. */
+  receive(req: RaftBatch): RaftBatchAck;
+  stream(requests: AsyncIterable<RaftBatch>): Promise<RaftBatchAck>;
 } {
-  return {
-    send(req) {
-      if (req.toNode !== BigInt(options.nodeId)) {
-        throw new ConnectError(
-          `this is node ${options.nodeId}, not node ${req.toNode}: check ODGM_MEMBERS`,
-          Code.InvalidArgument,
-        );
+  const receive = (req: RaftBatch): RaftBatchAck => {
+    if (req.toNode !== BigInt(options.nodeId)) {
+      throw new ConnectError(
+        `this is node ${options.nodeId}, not node ${req.toNode}: check ODGM_MEMBERS`,
+        Code.InvalidArgument,
+      );
+    }
+    const unknown = new Set<string>();
+    const from = Number(req.fromNode);
+    for (const env of req.messages) {
+      let m: Message;
+      try {
+        if (env.message === undefined) throw new Error("envelope without a message");
+        m = fromWireMessage(env.message);
+        if (m.to !== options.nodeId) throw new Error(`message for node ${m.to}`);
+        if (m.from !== from)
+          throw new Error(`message from node ${m.from} in a batch of node ${from}`);
+      } catch (err) {
+        options.onRejected(err, from);
+        continue;
       }
+      if (!options.deliver(env.group, m)) unknown.add(env.group);
+    }
+    return create(RaftBatchAckSchema, { unknownGroups: [...unknown] });
+  };
+  return {
+    receive,
+    async stream(requests) {
       const unknown = new Set<string>();
-      const from = Number(req.fromNode);
-      for (const env of req.messages) {
-        let m: Message;
-        try {
-          if (env.message === undefined) throw new Error("envelope without a message");
-          m = fromWireMessage(env.message);
-          if (m.to !== options.nodeId) throw new Error(`message for node ${m.to}`);
-          if (m.from !== from)
-            throw new Error(`message from node ${m.from} in a batch of node ${from}`);
-        } catch (err) {
-          options.onRejected(err, from);
-          continue;
-        }
-        if (!options.deliver(env.group, m)) unknown.add(env.group);
+      for await (const req of requests) {
+        for (const g of receive(req).unknownGroups) unknown.add(g);
       }
       return create(RaftBatchAckSchema, { unknownGroups: [...unknown] });
     },

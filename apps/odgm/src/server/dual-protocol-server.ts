@@ -47,10 +47,26 @@ export interface DualProtocolServerOptions {
   readonly tls?: TlsFiles;
 }
 
-/** A certificate chain and its private key (PEM). */
+/** A certificate chain and its private key (PEM), and the CA client certificates are checked against. */
 export interface TlsFiles {
   readonly cert: string | Buffer;
   readonly key: string | Buffer;
+  /**
+   * With a CA, the server asks every client for a certificate and records on the socket
+   * (`authorized`) whether this CA signed it; a client without one still connects (the data
+   * API does not require one), and what needs it checks (see `peer-auth.ts`).
+   */
+  readonly ca?: string | Buffer;
+}
+
+function secureOptions(files: TlsFiles): tls.SecureContextOptions & tls.TlsOptions {
+  return {
+    cert: files.cert,
+    key: files.key,
+    ...(files.ca === undefined
+      ? {}
+      : { ca: files.ca, requestCert: true, rejectUnauthorized: false }),
+  };
 }
 
 /**
@@ -205,8 +221,7 @@ export async function createDualProtocolServer(
   const tcp: net.Server = options.tls
     ? tls.createServer(
         {
-          cert: options.tls.cert,
-          key: options.tls.key,
+          ...secureOptions(options.tls),
           ALPNProtocols: ["h2", "http/1.1"],
           handshakeTimeout: Math.min(idleTimeoutMs, 10_000),
         },
@@ -262,7 +277,7 @@ export async function createDualProtocolServer(
     scheme: options.tls ? "https" : "http",
     setTls(files) {
       if (!(tcp instanceof tls.Server)) throw new Error("this server does not serve TLS");
-      tcp.setSecureContext({ cert: files.cert, key: files.key });
+      tcp.setSecureContext(secureOptions(files));
     },
     async close(graceMs = 10_000): Promise<void> {
       closing = true;

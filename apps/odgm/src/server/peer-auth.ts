@@ -1,0 +1,46 @@
+// Mutual TLS between cluster nodes: the internal Raft service answers only callers whose
+// client certificate the cluster's CA signed. The data API stays open to any client.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { TLSSocket } from "node:tls";
+
+type Request = IncomingMessage | Http2ServerRequest;
+type Response = ServerResponse | Http2ServerResponse;
+
+/** Paths only cluster peers may call. */
+const PEER_ONLY = "/oprc.RaftService/";
+
+/** True when the connection presented a client certificate the server's CA signed. */
+export function isAuthenticatedPeer(req: Request): boolean {
+  return (req.socket as TLSSocket | undefined)?.authorized === true;
+}
+
+/**
+ * Wraps `handler` so that a call to the internal Raft service without a certificate signed
+ * by the cluster's CA is answered UNAUTHENTICATED (gRPC status 16) and goes no further.
+ */
+export function peersOnly<Req extends Request, Res extends Response>(
+  handler: (req: Req, res: Res) => void,
+): (req: Req, res: Res) => void {
+  return (req, res) => {
+    if (!req.url?.startsWith(PEER_ONLY) || isAuthenticatedPeer(req)) {
+      handler(req, res);
+      return;
+    }
+    const socket = req.socket as TLSSocket | undefined;
+    const why = socket?.authorizationError ?? "no client certificate";
+    const message = `the Raft service is for cluster members: present a client certificate signed by the cluster's CA (${String(why)})`;
+    // gRPC trailers-only response; HTTP/1.1 cannot carry gRPC, so it gets a plain 401.
+    if (req.httpVersionMajor >= 2) {
+      (res as Http2ServerResponse).writeHead(200, {
+        "content-type": "application/grpc",
+        "grpc-status": "16",
+        "grpc-message": encodeURIComponent(message),
+      });
+    } else {
+      (res as ServerResponse).writeHead(401, { "content-type": "text/plain; charset=utf-8" });
+      (res as ServerResponse).write(message);
+    }
+    res.end();
+  };
+}
