@@ -11,7 +11,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService } from "@oprc/grpc-api";
 import { startCluster } from "../test/fixtures/cluster.js";
-import { waitFor } from "../test/fixtures/cluster-probe.js";
+import { createRaftCollection } from "../test/fixtures/cluster-probe.js";
 import { runNemesis } from "../test/fixtures/nemesis.js";
 import { checkRegisterHistory, runRegisterWorkload } from "../test/fixtures/register-workload.js";
 
@@ -30,19 +30,7 @@ let failed = 0;
 try {
   await cluster.waitReady();
   const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
-  await waitFor(
-    () =>
-      admin
-        .createCollection({
-          name: "kv",
-          partitionCount: 1,
-          shardType: "raft",
-          replicaCount: Math.min(3, n),
-        })
-        .then(() => true)
-        .catch(() => false),
-    60_000,
-  );
+  await createRaftCollection(cluster, admin, { name: "kv", replicaCount: Math.min(3, n) });
   const end = Date.now() + minutes * 60_000;
   for (let round = 1; Date.now() < end; round++, seed++) {
     let done!: () => void;

@@ -20,6 +20,7 @@ import { createRestGateway } from "@oprc/rest-gateway";
 import { type Logger, pino } from "pino";
 import { createClusterServiceImpl, registerClusterRoutes } from "./cluster/cluster-admin.js";
 import { type ClusterHooks, ClusterNode } from "./cluster/cluster-node.js";
+import { createPartitionRouter } from "./cluster/partition-router.js";
 import {
   type CollectionRegistry,
   openCollectionRegistry,
@@ -236,7 +237,7 @@ export async function startOdgm(
       void retry();
     }
 
-    const plane = createLocalDataPlane({
+    const localPlane = createLocalDataPlane({
       shards: manager,
       registry,
       functions,
@@ -256,6 +257,12 @@ export async function startOdgm(
           "storage refused a write and refuses all writes until restart: not ready; free space (or fix the disk) and restart the node",
         );
       },
+    });
+    const plane = createPartitionRouter({
+      local: localPlane,
+      replicasElsewhere: (ref) => clusterNode.replicasElsewhere(ref),
+      remote: (id) => clusterNode.dataPlaneOf(id),
+      onForwarded: () => metrics.raftForwarded.inc({ kind: "request" }),
     });
     /** Why storage refuses writes (the node is not ready until it restarts), if it does. */
     let storageFailure: string | undefined;

@@ -23,7 +23,7 @@ beforeAll(async () => {
   cluster = await startCluster({ faultProxy: true });
   await cluster.waitReady();
   const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
-  await createRaftCollection(cluster, admin, "kv");
+  await createRaftCollection(cluster, admin, { name: "kv" });
 }, 180_000);
 afterAll(async () => {
   await cluster?.close();

@@ -14,7 +14,7 @@ beforeAll(async () => {
   cluster = await startCluster({ ids: [1, 2, 3, 4], startNow: [1, 2, 3], bootstrap: [1, 2, 3] });
   await cluster.waitReady();
   const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
-  await createRaftCollection(cluster, admin, "kv", 2);
+  await createRaftCollection(cluster, admin, { name: "kv", partitionCount: 2 });
 }, 180_000);
 afterAll(async () => {
   await cluster?.close();

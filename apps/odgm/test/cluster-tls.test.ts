@@ -42,7 +42,7 @@ beforeAll(async () => {
   });
   await cluster.waitReady();
   const admin = clientOf(CollectionService, 1);
-  await createRaftCollection(cluster, admin, "kv");
+  await createRaftCollection(cluster, admin, { name: "kv" });
 }, 180_000);
 afterAll(async () => {
   await cluster?.close();

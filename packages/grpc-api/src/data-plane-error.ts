@@ -35,6 +35,11 @@ const CODES: ReadonlySet<string> = new Set<DataPlaneErrorCode>([
   "internal",
 ]);
 
+/** True for one of the {@link DataPlaneErrorCode} strings. */
+export function isDataPlaneErrorCode(code: string): code is DataPlaneErrorCode {
+  return CODES.has(code);
+}
+
 /** Extra facts some codes carry. */
 export interface DataPlaneErrorOptions {
   /** The underlying error (never sent to clients). */

@@ -29,7 +29,7 @@ export type {
 } from "./data-plane.js";
 export type { DataPlaneErrorCode, DataPlaneErrorOptions } from "./data-plane-error.js";
 // For hosts: serve the API over your own data plane.
-export { DataPlaneError, isDataPlaneError } from "./data-plane-error.js";
+export { DataPlaneError, isDataPlaneError, isDataPlaneErrorCode } from "./data-plane-error.js";
 export { createDataServiceImpl } from "./data-service.js";
 export type {
   GrpcApiOptions,
@@ -43,6 +43,8 @@ export * from "./messages.js";
 export type { OdgmConnectRoutesOptions } from "./odgm-connect-routes.js";
 export { createOdgmConnectRoutes, DEFAULT_MAX_MESSAGE_BYTES } from "./odgm-connect-routes.js";
 export { createOprcFunctionImpl } from "./oprc-function.js";
+export type { RemoteDataPlane, RemoteDataPlaneOptions } from "./remote-data-plane.js";
+export { createRemoteDataPlane } from "./remote-data-plane.js";
 export type { ToConnectErrorOptions } from "./to-connect-error.js";
 export {
   ACTUAL_VERSION_HEADER,

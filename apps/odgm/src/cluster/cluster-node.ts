@@ -21,12 +21,16 @@ import {
   ChangeMembershipResponseSchema,
   type CreateCollectionRequest,
   CreateCollectionRequestSchema,
+  createRemoteDataPlane,
   DataPlaneError,
+  DataService,
   isDataPlaneError,
+  type PartitionRef,
   type ProposeRequest,
   ProposeResponseSchema,
   RaftConfStateSchema,
   RaftService,
+  type RemoteDataPlane,
   toConnectError,
 } from "@oprc/grpc-api";
 import {
@@ -43,6 +47,7 @@ import type { Logger } from "pino";
 import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { normalizeCollectionSpec } from "../collections/collection-registry.js";
 import type { ClusterConfig, ReadConsistency } from "../config.js";
+import { READ_CONSISTENCY_HEADER } from "../local-data-plane.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { ShardReplica } from "../shards/shard-manager.js";
 import { isConnectionFailure } from "./connection-failure.js";
@@ -53,6 +58,7 @@ import {
   type MetaResult,
   openMetaStateMachine,
 } from "./meta-state-machine.js";
+import { FORWARDED_HEADER } from "./partition-router.js";
 import { groupIdOf, placeCollection, replicasOf } from "./placement.js";
 import { RaftGroup, type RaftGroupStatus, type StateMachine } from "./raft-group.js";
 import {
@@ -142,9 +148,13 @@ export class ClusterNode {
   private readonly startCommit = new Map<string, number>();
   /** Groups this node was added to at run time (opened on their leader's first message). */
   private readonly adopted = new Set<string>();
-  private readonly clients = new Map<
+  /**
+   * One HTTP/2 session per peer URL for calls this node makes of its own accord: forwarded
+   * proposals (RaftService) and requests for partitions held elsewhere (DataService).
+   */
+  private readonly peers = new Map<
     string,
-    { client: Client<typeof RaftService>; session: Http2SessionManager }
+    { raft: Client<typeof RaftService>; plane: RemoteDataPlane; session: Http2SessionManager }
   >();
   private meta!: RaftGroup<MetaResult>;
   private timer: NodeJS.Timeout | undefined;
@@ -239,6 +249,46 @@ export class ClusterNode {
         }
       },
     };
+  }
+
+  /**
+   * The nodes holding a replica of a raft partition this node holds none of, or `undefined`
+   * when this node serves the partition (it hosts it, or the collection is not a raft one).
+   */
+  replicasElsewhere(ref: PartitionRef): number[] | undefined {
+    const spec = this.o.registry.get(ref.cls);
+    if (spec?.shardType !== "raft" || ref.partition >= spec.partitionCount) return undefined;
+    if (this.groups.has(groupIdOf(ref.cls, ref.partition))) return undefined;
+    return (replicasOf(spec)[ref.partition] ?? []).filter((id) => id !== this.nodeId);
+  }
+
+  /** The DataService of another member as a data plane (`undefined`: address unknown). */
+  dataPlaneOf(nodeId: number): RemoteDataPlane | undefined {
+    return nodeId === this.nodeId ? undefined : this.peerOf(nodeId)?.plane;
+  }
+
+  private peerOf(nodeId: number) {
+    const url = this.addresses.get(nodeId);
+    if (url === undefined) return undefined;
+    let p = this.peers.get(url);
+    if (p === undefined) {
+      const session = peerSession(
+        url,
+        { pingIntervalMs: 2000, pingTimeoutMs: 2000 },
+        this.o.peerTls,
+      );
+      const transport = createGrpcTransport({ baseUrl: url, sessionManager: session });
+      p = {
+        raft: createClient(RaftService, transport),
+        plane: createRemoteDataPlane(createClient(DataService, transport), {
+          headers: { [FORWARDED_HEADER]: String(this.nodeId) },
+          passHeaders: [READ_CONSISTENCY_HEADER],
+        }),
+        session,
+      };
+      this.peers.set(url, p);
+    }
+    return p;
   }
 
   /** Groups of this node. */
@@ -397,26 +447,10 @@ export class ClusterNode {
   }
 
   private clientOf(nodeId: number): Client<typeof RaftService> {
-    const url = this.addresses.get(nodeId);
-    if (url === undefined)
+    const p = this.peerOf(nodeId);
+    if (p === undefined)
       throw new DataPlaneError("unavailable", `no address is known for node ${nodeId}`);
-    let c = this.clients.get(url);
-    if (c === undefined) {
-      const session = peerSession(
-        url,
-        { pingIntervalMs: 2000, pingTimeoutMs: 2000 },
-        this.o.peerTls,
-      );
-      c = {
-        client: createClient(
-          RaftService,
-          createGrpcTransport({ baseUrl: url, sessionManager: session }),
-        ),
-        session,
-      };
-      this.clients.set(url, c);
-    }
-    return c.client;
+    return p.raft;
   }
 
   /**
@@ -681,7 +715,7 @@ export class ClusterNode {
     this.closed = true;
     if (this.timer !== undefined) clearInterval(this.timer);
     this.transport.close();
-    for (const c of this.clients.values()) c.session.abort();
+    for (const p of this.peers.values()) p.session.abort();
     for (const g of this.groups.values()) await g.close();
     await this.logs.close();
   }

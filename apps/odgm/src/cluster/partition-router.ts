@@ -1,0 +1,107 @@
+// Any node answers any request: a call for a raft partition this node holds no replica of
+// is handed, through the DataService, to a node that does (which forwards writes to the
+// group's leader as usual). Whatever protocol the call came in on — gRPC, Connect, REST —
+// it reaches the data plane, so this is the one place it is routed.
+
+import { ConnectError } from "@connectrpc/connect";
+import type { DataPlane, DataPlaneCall, PartitionRef, RemoteDataPlane } from "@oprc/grpc-api";
+import { DataPlaneError } from "@oprc/grpc-api";
+import { isConnectionFailure } from "./connection-failure.js";
+
+/** Header a forwarded call carries (the forwarding node's id); such a call is never forwarded again. */
+export const FORWARDED_HEADER = "odgm-forwarded-by";
+
+/** Options of {@link createPartitionRouter}. */
+export interface PartitionRouterOptions {
+  /** Serves what this node holds, and every refusal (unknown collection, bad partition…). */
+  readonly local: DataPlane;
+  /**
+   * The nodes holding a replica of `ref`'s partition when this node holds none, in the
+   * order to try them; `undefined` when this node serves the partition itself.
+   */
+  readonly replicasElsewhere: (ref: PartitionRef) => readonly number[] | undefined;
+  /** The data plane of another node, `undefined` when its address is unknown. */
+  readonly remote: (nodeId: number) => RemoteDataPlane | undefined;
+  /** Told of every forwarded call. */
+  readonly onForwarded?: () => void;
+}
+
+/** A refused connection never carried the call: trying another replica is safe, even for a write. */
+function refused(err: unknown): boolean {
+  const ce = ConnectError.from(err);
+  return isConnectionFailure(ce) && /ECONNREFUSED/.test(`${ce.rawMessage} ${String(ce.cause)}`);
+}
+
+/**
+ * Wraps `local` so that object calls for partitions held elsewhere go to a node holding
+ * them. `capabilities`, `stats` and invocations stay local.
+ */
+export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
+  const { local } = o;
+
+  /** The replicas to try for `ref`, or `undefined` to serve it here. */
+  const targets = (ref: PartitionRef, call: DataPlaneCall): RemoteDataPlane[] | undefined => {
+    if (call.headers.has(FORWARDED_HEADER)) return undefined;
+    const nodes = o.replicasElsewhere(ref);
+    if (nodes === undefined) return undefined;
+    const planes = nodes.map((id) => o.remote(id)).filter((p) => p !== undefined);
+    return planes.length === 0 ? undefined : planes;
+  };
+
+  /** Runs `fn` on the first replica that takes the connection. */
+  const via = async <T>(planes: RemoteDataPlane[], fn: (p: RemoteDataPlane) => Promise<T>) => {
+    o.onForwarded?.();
+    let last: unknown;
+    for (const p of planes) {
+      try {
+        return await fn(p);
+      } catch (err) {
+        if (!refused(err)) throw err;
+        last = err;
+      }
+    }
+    throw new DataPlaneError(
+      "unavailable",
+      `no node holding this partition could be reached: ${ConnectError.from(last).rawMessage}`,
+      { cause: last },
+    );
+  };
+
+  /** Runs `fn` here, or on a replica elsewhere when this node holds none. */
+  const serve = <T>(
+    ref: PartitionRef,
+    call: DataPlaneCall,
+    fn: (p: RemoteDataPlane) => Promise<T>,
+  ) => {
+    const planes = targets(ref, call);
+    return planes === undefined ? fn(local) : via(planes, fn);
+  };
+  /** A listing streams from the first replica (a refused connection ends it). */
+  const list = <T>(
+    ref: PartitionRef,
+    call: DataPlaneCall,
+    fn: (p: RemoteDataPlane) => AsyncIterable<T>,
+  ) => {
+    const planes = targets(ref, call);
+    if (planes === undefined) return fn(local);
+    o.onForwarded?.();
+    return fn(planes[0] as RemoteDataPlane);
+  };
+
+  return {
+    capabilities: () => local.capabilities(),
+    stats: (call) => local.stats(call),
+    invokeFn: (inv, call) => local.invokeFn(inv, call),
+    invokeObj: (inv, call) => local.invokeObj(inv, call),
+    getObject: (ref, call) => serve(ref, call, (p) => p.getObject(ref, call)),
+    deleteObject: (ref, call) => serve(ref, call, (p) => p.deleteObject(ref, call)),
+    setObject: (ref, write, call) => serve(ref, call, (p) => p.setObject(ref, write, call)),
+    mergeObject: (ref, write, call) => serve(ref, call, (p) => p.mergeObject(ref, write, call)),
+    getEntry: (ref, key, call) => serve(ref, call, (p) => p.getEntry(ref, key, call)),
+    setEntry: (ref, entry, call) => serve(ref, call, (p) => p.setEntry(ref, entry, call)),
+    deleteEntry: (ref, key, call) => serve(ref, call, (p) => p.deleteEntry(ref, key, call)),
+    batchEntries: (ref, batch, call) => serve(ref, call, (p) => p.batchEntries(ref, batch, call)),
+    listEntries: (ref, query, call) => list(ref, call, (p) => p.listEntries(ref, query, call)),
+    listObjects: (part, query, call) => list(part, call, (p) => p.listObjects(part, query, call)),
+  };
+}
