@@ -75,12 +75,15 @@ describe("a cluster over mutual TLS", () => {
   it("the Raft service answers UNAUTHENTICATED without a certificate the CA signed", async () => {
     const propose = (identity?: "node" | "rogue") =>
       clientOf(RaftService, 1, identity)
-        .propose({ group: "no-such-group", command: new Uint8Array([1]) }, { timeoutMs: 5000 })
+        .proposeBatch(
+          { proposals: [{ group: "no-such-group", command: new Uint8Array([1]) }] },
+          { timeoutMs: 5000 },
+        )
         .then(
-          () => ({ code: undefined, message: "" }),
+          (r) => ({ code: undefined, message: "", outcome: r.outcomes[0]?.outcome }),
           (e: unknown) => {
             const ce = ConnectError.from(e);
-            return { code: ce.code, message: ce.rawMessage };
+            return { code: ce.code, message: ce.rawMessage, outcome: undefined };
           },
         );
     const none = await propose();
@@ -88,13 +91,18 @@ describe("a cluster over mutual TLS", () => {
     expect(none.message).toMatch(/client certificate signed by the cluster's CA/);
     expect((await propose("rogue")).code).toBe(Code.Unauthenticated);
     // A member's certificate gets through to the service, which does not host the group.
-    expect((await propose("node")).code).toBe(Code.NotFound);
+    const member = await propose("node");
+    expect(member.code).toBeUndefined();
+    expect(member.outcome).toMatchObject({
+      case: "refused",
+      value: { code: "unavailable", message: expect.stringMatching(/does not host group/) },
+    });
   });
 
   it("over HTTP/1.1 the Raft service is a 401", async () => {
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(
-        `${cluster.url(3)}/oprc.RaftService/Propose`,
+        `${cluster.url(3)}/oprc.RaftService/ProposeBatch`,
         { method: "POST", ca, headers: { "content-type": "application/json" } },
         (res) => {
           res.resume();

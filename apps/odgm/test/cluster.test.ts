@@ -111,7 +111,10 @@ describe("a three-node cluster", () => {
             })
             .then(
               () => "ok",
-              (err: unknown) => ConnectError.from(err).code,
+              (err: unknown) => {
+                const ce = ConnectError.from(err);
+                return `${Code[ce.code]} ${ce.rawMessage} (actual ${ce.metadata.get("odgm-actual-version")})`;
+              },
             ),
         ),
       );
@@ -119,7 +122,9 @@ describe("a three-node cluster", () => {
         outcomes.filter((o) => o === "ok"),
         `round ${round}: ${outcomes}`,
       ).toHaveLength(1);
-      expect(outcomes.filter((o) => o !== "ok").every((o) => o === Code.Aborted)).toBe(true);
+      // The losers hear the same refusal whether they wrote to the leader or to a follower.
+      const refusal = `Aborted [version_mismatch] expected object version ${round}, actual ${round + 1} (actual ${round + 1})`;
+      expect(outcomes.filter((o) => o !== "ok")).toEqual([refusal, refusal]);
     }
     const got = await data(3).getValue({ clsId: "kv", objectIdStr: "race", keyStr: "k" });
     expect(got.objectVersion).toBe(6n);

@@ -25,9 +25,15 @@ import {
   DataPlaneError,
   DataService,
   isDataPlaneError,
+  isDataPlaneErrorCode,
   type PartitionRef,
+  type ProposeBatchRequest,
+  ProposeBatchResponseSchema,
+  type ProposeOutcome,
+  ProposeOutcomeSchema,
+  type ProposeRefusal,
   type ProposeRequest,
-  ProposeResponseSchema,
+  ProposeRequestSchema,
   RaftConfStateSchema,
   RaftService,
   type RemoteDataPlane,
@@ -68,6 +74,7 @@ import {
   type PeerTransportStats,
   peerSession,
 } from "./raft-transport.js";
+import { createRequestBatcher, type RequestBatcher } from "./request-batcher.js";
 
 /** The metadata group's id. */
 export const META_GROUP = "meta";
@@ -154,7 +161,12 @@ export class ClusterNode {
    */
   private readonly peers = new Map<
     string,
-    { raft: Client<typeof RaftService>; plane: RemoteDataPlane; session: Http2SessionManager }
+    {
+      raft: Client<typeof RaftService>;
+      proposals: RequestBatcher<ProposeRequest, ProposeOutcome>;
+      plane: RemoteDataPlane;
+      session: Http2SessionManager;
+    }
   >();
   private meta!: RaftGroup<MetaResult>;
   private timer: NodeJS.Timeout | undefined;
@@ -226,19 +238,10 @@ export class ClusterNode {
     });
     return {
       stream: receive.stream,
-      propose: async (req: ProposeRequest) => {
-        const g = this.groups.get(req.group);
-        if (g === undefined)
-          throw new ConnectError(`this node does not host group ${req.group}`, Code.NotFound);
-        try {
-          const r = await g.propose(req.command);
-          return create(ProposeResponseSchema, {
-            index: BigInt(r.index),
-            result: enc.encode(JSON.stringify(resultJson(r.result))),
-          });
-        } catch (err) {
-          throw toConnectError(toPlaneError(err));
-        }
+      proposeBatch: async (req: ProposeBatchRequest) => {
+        // Proposed in request order, synchronously, so they enter each group's log in order.
+        const settled = req.proposals.map((p) => this.proposeHere(p));
+        return create(ProposeBatchResponseSchema, { outcomes: await Promise.all(settled) });
       },
       changeMembership: async (req: ChangeMembershipRequest) => {
         try {
@@ -249,6 +252,46 @@ export class ClusterNode {
         }
       },
     };
+  }
+
+  /** A proposal forwarded by a follower, as its outcome (a refusal is an answer, not a throw). */
+  private async proposeHere(p: ProposeRequest): Promise<ProposeOutcome> {
+    try {
+      const g = this.groups.get(p.group);
+      if (g === undefined) {
+        throw new DataPlaneError(
+          "unavailable",
+          `node ${this.nodeId} does not host group ${p.group}`,
+        );
+      }
+      const r = await g.propose(p.command);
+      return create(ProposeOutcomeSchema, {
+        outcome: {
+          case: "applied",
+          value: {
+            index: BigInt(r.index),
+            result: enc.encode(JSON.stringify(resultJson(r.result))),
+          },
+        },
+      });
+    } catch (err) {
+      const e = DataPlaneError.from(toPlaneError(err));
+      if (e.code === "internal") {
+        this.o.logger.error({ err, group: p.group }, "a forwarded proposal failed");
+      }
+      return create(ProposeOutcomeSchema, {
+        outcome: {
+          case: "refused",
+          value: {
+            code: e.code,
+            message: e.code === "internal" ? `internal error on node ${this.nodeId}` : e.message,
+            leaderHint: e.leaderHint ?? "",
+            ...(e.expected === undefined ? {} : { expectedVersion: e.expected }),
+            ...(e.actual === undefined ? {} : { actualVersion: e.actual }),
+          },
+        },
+      });
+    }
   }
 
   /**
@@ -278,8 +321,13 @@ export class ClusterNode {
         this.o.peerTls,
       );
       const transport = createGrpcTransport({ baseUrl: url, sessionManager: session });
+      const raft = createClient(RaftService, transport);
       p = {
-        raft: createClient(RaftService, transport),
+        raft,
+        proposals: createRequestBatcher({
+          send: async (proposals: ProposeRequest[]) =>
+            (await raft.proposeBatch({ proposals }, { timeoutMs: this.electionMs() * 5 })).outcomes,
+        }),
         plane: createRemoteDataPlane(createClient(DataService, transport), {
           headers: { [FORWARDED_HEADER]: String(this.nodeId) },
           passHeaders: [READ_CONSISTENCY_HEADER],
@@ -446,11 +494,11 @@ export class ClusterNode {
     return this.o.config.tickMs * this.o.config.electionTicks;
   }
 
-  private clientOf(nodeId: number): Client<typeof RaftService> {
+  private peerClient(nodeId: number) {
     const p = this.peerOf(nodeId);
     if (p === undefined)
       throw new DataPlaneError("unavailable", `no address is known for node ${nodeId}`);
-    return p.raft;
+    return p;
   }
 
   /**
@@ -473,12 +521,13 @@ export class ClusterNode {
       throw new DataPlaneError("unavailable", `group ${groupId} has no leader right now; retry`);
     }
     this.o.hooks?.onForwarded?.("propose");
+    let outcome: ProposeOutcome["outcome"];
     try {
-      const res = await this.clientOf(leader).propose(
-        { group: groupId, command },
-        { timeoutMs: this.electionMs() * 5 },
-      );
-      return { result: JSON.parse(dec.decode(res.result)) as unknown, local: false };
+      outcome = (
+        await this.peerClient(leader).proposals.submit(
+          create(ProposeRequestSchema, { group: groupId, command }),
+        )
+      ).outcome;
     } catch (err) {
       const ce = ConnectError.from(err);
       if (
@@ -496,6 +545,11 @@ export class ClusterNode {
       }
       throw ce;
     }
+    if (outcome.case === "applied") {
+      return { result: JSON.parse(dec.decode(outcome.value.result)) as unknown, local: false };
+    }
+    if (outcome.case === "refused") throw refusalError(outcome.value, leader);
+    throw new DataPlaneError("internal", `node ${leader} answered a proposal with no outcome`);
   }
 
   /** Applies a mutation to a raft-collection partition hosted here (proposed through its leader). */
@@ -628,7 +682,7 @@ export class ClusterNode {
       for (const id of candidates) {
         if (id === this.nodeId) continue;
         try {
-          const res = await this.clientOf(id).changeMembership(
+          const res = await this.peerClient(id).raft.changeMembership(
             { group, change, nodeId: BigInt(nodeId) },
             { timeoutMs: this.electionMs() * 5 },
           );
@@ -763,6 +817,20 @@ export function toPlaneError(err: unknown): unknown {
   }
   if (isOdgmError(err)) return err;
   return err;
+}
+
+/** The error a follower raises for a proposal its leader (node `from`) refused. */
+function refusalError(r: ProposeRefusal, from: number): DataPlaneError {
+  const code = isDataPlaneErrorCode(r.code) ? r.code : "internal";
+  return new DataPlaneError(
+    code,
+    code === r.code ? r.message : `node ${from} refused a proposal: ${r.code}: ${r.message}`,
+    {
+      ...(r.leaderHint === "" ? {} : { leaderHint: r.leaderHint }),
+      ...(r.expectedVersion === undefined ? {} : { expected: r.expectedVersion }),
+      ...(r.actualVersion === undefined ? {} : { actual: r.actualVersion }),
+    },
+  );
 }
 
 /** A result crossing nodes as JSON: a mutation's versions and changes, or a refusal. */

@@ -16,12 +16,12 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
 
-/** A RaftService whose Propose answers ABORTED, or resets the TCP connection mid-call. */
+/** A RaftService whose ProposeBatch answers ABORTED, or resets the TCP connection mid-call. */
 async function peer(behaviour: "abort" | "reset"): Promise<string> {
   const handler = connectNodeAdapter({
     routes: (r) =>
       r.service(RaftService, {
-        propose() {
+        proposeBatch() {
           throw new ConnectError(
             "[version_mismatch] expected object version 1, actual 2",
             Code.Aborted,
@@ -45,7 +45,10 @@ async function peer(behaviour: "abort" | "reset"): Promise<string> {
 async function proposeError(url: string): Promise<ConnectError> {
   const client = createClient(RaftService, createGrpcTransport({ baseUrl: url }));
   try {
-    await client.propose({ group: "kv/0", command: new Uint8Array([1]) }, { timeoutMs: 5000 });
+    await client.proposeBatch(
+      { proposals: [{ group: "kv/0", command: new Uint8Array([1]) }] },
+      { timeoutMs: 5000 },
+    );
   } catch (err) {
     return ConnectError.from(err);
   }

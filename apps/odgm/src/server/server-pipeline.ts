@@ -75,7 +75,7 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     for (const s of o.services) router.service(s.service as never, s.impl as never, limits);
   };
   // Every unary method of every service, the node's own internal ones included (a write
-  // forwarded from a follower is a unary RaftService/Propose).
+  // forwarded from a follower is in a unary RaftService/ProposeBatch).
   const fast = o.fastPath
     ? createGrpcUnaryFastPath({ services: [...unary, ...o.services], ...limits, interceptors })
     : undefined;

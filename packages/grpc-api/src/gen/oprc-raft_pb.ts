@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oprc-raft.proto.
  */
 export const file_oprc_raft: GenFile = /*@__PURE__*/
-  fileDesc("Cg9vcHJjLXJhZnQucHJvdG8SBG9wcmMiVQoJUmFmdEJhdGNoEhEKCWZyb21fbm9kZRgBIAEoBBIPCgd0b19ub2RlGAIgASgEEiQKCG1lc3NhZ2VzGAMgAygLMhIub3ByYy5SYWZ0RW52ZWxvcGUiQQoMUmFmdEVudmVsb3BlEg0KBWdyb3VwGAEgASgJEiIKB21lc3NhZ2UYAiABKAsyES5vcHJjLlJhZnRNZXNzYWdlIsYCCgtSYWZ0TWVzc2FnZRIjCgR0eXBlGAEgASgOMhUub3ByYy5SYWZ0TWVzc2FnZVR5cGUSDAoEZnJvbRgCIAEoBBIKCgJ0bxgDIAEoBBIMCgR0ZXJtGAQgASgEEhAKCGxvZ190ZXJtGAUgASgEEg0KBWluZGV4GAYgASgEEiAKB2VudHJpZXMYByADKAsyDy5vcHJjLlJhZnRFbnRyeRIOCgZjb21taXQYCCABKAQSDgoGcmVqZWN0GAkgASgIEhMKC3JlamVjdF9oaW50GAogASgEEg8KB2NvbnRleHQYCyABKAwSKQoIc25hcHNob3QYDCABKAsyEi5vcHJjLlJhZnRTbmFwc2hvdEgAiAEBEhQKDGNodW5rX29mZnNldBgNIAEoBBITCgtjaHVua190b3RhbBgOIAEoBEILCglfc25hcHNob3QiWQoJUmFmdEVudHJ5Eg0KBWluZGV4GAEgASgEEgwKBHRlcm0YAiABKAQSIQoEdHlwZRgDIAEoDjITLm9wcmMuUmFmdEVudHJ5VHlwZRIMCgRkYXRhGAQgASgMInUKDVJhZnRDb25mU3RhdGUSDgoGdm90ZXJzGAEgAygEEhAKCGxlYXJuZXJzGAIgAygEEhcKD3ZvdGVyc19vdXRnb2luZxgDIAMoBBIVCg1sZWFybmVyc19uZXh0GAQgAygEEhIKCmF1dG9fbGVhdmUYBSABKAgiYgoMUmFmdFNuYXBzaG90Eg0KBWluZGV4GAEgASgEEgwKBHRlcm0YAiABKAQSJwoKY29uZl9zdGF0ZRgDIAEoCzITLm9wcmMuUmFmdENvbmZTdGF0ZRIMCgRkYXRhGAQgASgMIiYKDFJhZnRCYXRjaEFjaxIWCg51bmtub3duX2dyb3VwcxgBIAMoCSIwCg5Qcm9wb3NlUmVxdWVzdBINCgVncm91cBgBIAEoCRIPCgdjb21tYW5kGAIgASgMIjAKD1Byb3Bvc2VSZXNwb25zZRINCgVpbmRleBgBIAEoBBIOCgZyZXN1bHQYAiABKAwi7AEKF0NoYW5nZU1lbWJlcnNoaXBSZXF1ZXN0Eg0KBWdyb3VwGAEgASgJEjQKBmNoYW5nZRgCIAEoDjIkLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcFJlcXVlc3QuQ2hhbmdlEg8KB25vZGVfaWQYAyABKAQiewoGQ2hhbmdlEhYKEkNIQU5HRV9VTlNQRUNJRklFRBAAEhYKEkNIQU5HRV9BRERfTEVBUk5FUhABEhIKDkNIQU5HRV9QUk9NT1RFEAISEQoNQ0hBTkdFX1JFTU9WRRADEhoKFkNIQU5HRV9UUkFOU0ZFUl9MRUFERVIQBCJDChhDaGFuZ2VNZW1iZXJzaGlwUmVzcG9uc2USJwoKY29uZl9zdGF0ZRgBIAEoCzITLm9wcmMuUmFmdENvbmZTdGF0ZSqkBAoPUmFmdE1lc3NhZ2VUeXBlEiEKHVJBRlRfTUVTU0FHRV9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWUkFGVF9NRVNTQUdFX1RZUEVfUFJPUBABEhkKFVJBRlRfTUVTU0FHRV9UWVBFX0FQUBACEh4KGlJBRlRfTUVTU0FHRV9UWVBFX0FQUF9SRVNQEAMSGgoWUkFGVF9NRVNTQUdFX1RZUEVfVk9URRAEEh8KG1JBRlRfTUVTU0FHRV9UWVBFX1ZPVEVfUkVTUBAFEh4KGlJBRlRfTUVTU0FHRV9UWVBFX1BSRV9WT1RFEAYSIwofUkFGVF9NRVNTQUdFX1RZUEVfUFJFX1ZPVEVfUkVTUBAHEhoKFlJBRlRfTUVTU0FHRV9UWVBFX1NOQVAQCBIfChtSQUZUX01FU1NBR0VfVFlQRV9TTkFQX1JFU1AQCRIfChtSQUZUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVQQChIkCiBSQUZUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVRfUkVTUBALEiUKIVJBRlRfTUVTU0FHRV9UWVBFX1RSQU5TRkVSX0xFQURFUhAMEiEKHVJBRlRfTUVTU0FHRV9UWVBFX1RJTUVPVVRfTk9XEA0SIAocUkFGVF9NRVNTQUdFX1RZUEVfUkVBRF9JTkRFWBAOEiUKIVJBRlRfTUVTU0FHRV9UWVBFX1JFQURfSU5ERVhfUkVTUBAPKkwKDVJhZnRFbnRyeVR5cGUSGgoWUkFGVF9FTlRSWV9UWVBFX05PUk1BTBAAEh8KG1JBRlRfRU5UUllfVFlQRV9DT05GX0NIQU5HRRABMskBCgtSYWZ0U2VydmljZRIvCgZTdHJlYW0SDy5vcHJjLlJhZnRCYXRjaBoSLm9wcmMuUmFmdEJhdGNoQWNrKAESNgoHUHJvcG9zZRIULm9wcmMuUHJvcG9zZVJlcXVlc3QaFS5vcHJjLlByb3Bvc2VSZXNwb25zZRJRChBDaGFuZ2VNZW1iZXJzaGlwEh0ub3ByYy5DaGFuZ2VNZW1iZXJzaGlwUmVxdWVzdBoeLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Cg9vcHJjLXJhZnQucHJvdG8SBG9wcmMiVQoJUmFmdEJhdGNoEhEKCWZyb21fbm9kZRgBIAEoBBIPCgd0b19ub2RlGAIgASgEEiQKCG1lc3NhZ2VzGAMgAygLMhIub3ByYy5SYWZ0RW52ZWxvcGUiQQoMUmFmdEVudmVsb3BlEg0KBWdyb3VwGAEgASgJEiIKB21lc3NhZ2UYAiABKAsyES5vcHJjLlJhZnRNZXNzYWdlIsYCCgtSYWZ0TWVzc2FnZRIjCgR0eXBlGAEgASgOMhUub3ByYy5SYWZ0TWVzc2FnZVR5cGUSDAoEZnJvbRgCIAEoBBIKCgJ0bxgDIAEoBBIMCgR0ZXJtGAQgASgEEhAKCGxvZ190ZXJtGAUgASgEEg0KBWluZGV4GAYgASgEEiAKB2VudHJpZXMYByADKAsyDy5vcHJjLlJhZnRFbnRyeRIOCgZjb21taXQYCCABKAQSDgoGcmVqZWN0GAkgASgIEhMKC3JlamVjdF9oaW50GAogASgEEg8KB2NvbnRleHQYCyABKAwSKQoIc25hcHNob3QYDCABKAsyEi5vcHJjLlJhZnRTbmFwc2hvdEgAiAEBEhQKDGNodW5rX29mZnNldBgNIAEoBBITCgtjaHVua190b3RhbBgOIAEoBEILCglfc25hcHNob3QiWQoJUmFmdEVudHJ5Eg0KBWluZGV4GAEgASgEEgwKBHRlcm0YAiABKAQSIQoEdHlwZRgDIAEoDjITLm9wcmMuUmFmdEVudHJ5VHlwZRIMCgRkYXRhGAQgASgMInUKDVJhZnRDb25mU3RhdGUSDgoGdm90ZXJzGAEgAygEEhAKCGxlYXJuZXJzGAIgAygEEhcKD3ZvdGVyc19vdXRnb2luZxgDIAMoBBIVCg1sZWFybmVyc19uZXh0GAQgAygEEhIKCmF1dG9fbGVhdmUYBSABKAgiYgoMUmFmdFNuYXBzaG90Eg0KBWluZGV4GAEgASgEEgwKBHRlcm0YAiABKAQSJwoKY29uZl9zdGF0ZRgDIAEoCzITLm9wcmMuUmFmdENvbmZTdGF0ZRIMCgRkYXRhGAQgASgMIiYKDFJhZnRCYXRjaEFjaxIWCg51bmtub3duX2dyb3VwcxgBIAMoCSI+ChNQcm9wb3NlQmF0Y2hSZXF1ZXN0EicKCXByb3Bvc2FscxgBIAMoCzIULm9wcmMuUHJvcG9zZVJlcXVlc3QiPgoUUHJvcG9zZUJhdGNoUmVzcG9uc2USJgoIb3V0Y29tZXMYASADKAsyFC5vcHJjLlByb3Bvc2VPdXRjb21lIjAKDlByb3Bvc2VSZXF1ZXN0Eg0KBWdyb3VwGAEgASgJEg8KB2NvbW1hbmQYAiABKAwiMAoPUHJvcG9zZVJlc3BvbnNlEg0KBWluZGV4GAEgASgEEg4KBnJlc3VsdBgCIAEoDCJuCg5Qcm9wb3NlT3V0Y29tZRIoCgdhcHBsaWVkGAEgASgLMhUub3ByYy5Qcm9wb3NlUmVzcG9uc2VIABInCgdyZWZ1c2VkGAIgASgLMhQub3ByYy5Qcm9wb3NlUmVmdXNhbEgAQgkKB291dGNvbWUiqAEKDlByb3Bvc2VSZWZ1c2FsEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgtsZWFkZXJfaGludBgDIAEoCRIdChBleHBlY3RlZF92ZXJzaW9uGAQgASgESACIAQESGwoOYWN0dWFsX3ZlcnNpb24YBSABKARIAYgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbkIRCg9fYWN0dWFsX3ZlcnNpb24i7AEKF0NoYW5nZU1lbWJlcnNoaXBSZXF1ZXN0Eg0KBWdyb3VwGAEgASgJEjQKBmNoYW5nZRgCIAEoDjIkLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcFJlcXVlc3QuQ2hhbmdlEg8KB25vZGVfaWQYAyABKAQiewoGQ2hhbmdlEhYKEkNIQU5HRV9VTlNQRUNJRklFRBAAEhYKEkNIQU5HRV9BRERfTEVBUk5FUhABEhIKDkNIQU5HRV9QUk9NT1RFEAISEQoNQ0hBTkdFX1JFTU9WRRADEhoKFkNIQU5HRV9UUkFOU0ZFUl9MRUFERVIQBCJDChhDaGFuZ2VNZW1iZXJzaGlwUmVzcG9uc2USJwoKY29uZl9zdGF0ZRgBIAEoCzITLm9wcmMuUmFmdENvbmZTdGF0ZSqkBAoPUmFmdE1lc3NhZ2VUeXBlEiEKHVJBRlRfTUVTU0FHRV9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWUkFGVF9NRVNTQUdFX1RZUEVfUFJPUBABEhkKFVJBRlRfTUVTU0FHRV9UWVBFX0FQUBACEh4KGlJBRlRfTUVTU0FHRV9UWVBFX0FQUF9SRVNQEAMSGgoWUkFGVF9NRVNTQUdFX1RZUEVfVk9URRAEEh8KG1JBRlRfTUVTU0FHRV9UWVBFX1ZPVEVfUkVTUBAFEh4KGlJBRlRfTUVTU0FHRV9UWVBFX1BSRV9WT1RFEAYSIwofUkFGVF9NRVNTQUdFX1RZUEVfUFJFX1ZPVEVfUkVTUBAHEhoKFlJBRlRfTUVTU0FHRV9UWVBFX1NOQVAQCBIfChtSQUZUX01FU1NBR0VfVFlQRV9TTkFQX1JFU1AQCRIfChtSQUZUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVQQChIkCiBSQUZUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVRfUkVTUBALEiUKIVJBRlRfTUVTU0FHRV9UWVBFX1RSQU5TRkVSX0xFQURFUhAMEiEKHVJBRlRfTUVTU0FHRV9UWVBFX1RJTUVPVVRfTk9XEA0SIAocUkFGVF9NRVNTQUdFX1RZUEVfUkVBRF9JTkRFWBAOEiUKIVJBRlRfTUVTU0FHRV9UWVBFX1JFQURfSU5ERVhfUkVTUBAPKkwKDVJhZnRFbnRyeVR5cGUSGgoWUkFGVF9FTlRSWV9UWVBFX05PUk1BTBAAEh8KG1JBRlRfRU5UUllfVFlQRV9DT05GX0NIQU5HRRABMtgBCgtSYWZ0U2VydmljZRIvCgZTdHJlYW0SDy5vcHJjLlJhZnRCYXRjaBoSLm9wcmMuUmFmdEJhdGNoQWNrKAESRQoMUHJvcG9zZUJhdGNoEhkub3ByYy5Qcm9wb3NlQmF0Y2hSZXF1ZXN0Ghoub3ByYy5Qcm9wb3NlQmF0Y2hSZXNwb25zZRJRChBDaGFuZ2VNZW1iZXJzaGlwEh0ub3ByYy5DaGFuZ2VNZW1iZXJzaGlwUmVxdWVzdBoeLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcFJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message oprc.RaftBatch
@@ -482,9 +482,70 @@ export const RaftBatchAckSchema: GenMessage<RaftBatchAck, {jsonType: RaftBatchAc
   messageDesc(file_oprc_raft, 6);
 
 /**
- * A command proposed through another node, because that node leads the group. A node that
- * does not lead the group answers UNAVAILABLE with the leader's id in `odgm-leader-hint`
- * (it never forwards again).
+ * Commands proposed through another node, because that node leads their groups.
+ *
+ * @generated from message oprc.ProposeBatchRequest
+ */
+export type ProposeBatchRequest = Message<"oprc.ProposeBatchRequest"> & {
+  /**
+   * @generated from field: repeated oprc.ProposeRequest proposals = 1;
+   */
+  proposals: ProposeRequest[];
+};
+
+/**
+ * Commands proposed through another node, because that node leads their groups.
+ *
+ * @generated from message oprc.ProposeBatchRequest
+ */
+export type ProposeBatchRequestJson = {
+  /**
+   * @generated from field: repeated oprc.ProposeRequest proposals = 1;
+   */
+  proposals?: ProposeRequestJson[];
+};
+
+/**
+ * Describes the message oprc.ProposeBatchRequest.
+ * Use `create(ProposeBatchRequestSchema)` to create a new message.
+ */
+export const ProposeBatchRequestSchema: GenMessage<ProposeBatchRequest, {jsonType: ProposeBatchRequestJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_raft, 7);
+
+/**
+ * @generated from message oprc.ProposeBatchResponse
+ */
+export type ProposeBatchResponse = Message<"oprc.ProposeBatchResponse"> & {
+  /**
+   * One per proposal, in request order.
+   *
+   * @generated from field: repeated oprc.ProposeOutcome outcomes = 1;
+   */
+  outcomes: ProposeOutcome[];
+};
+
+/**
+ * @generated from message oprc.ProposeBatchResponse
+ */
+export type ProposeBatchResponseJson = {
+  /**
+   * One per proposal, in request order.
+   *
+   * @generated from field: repeated oprc.ProposeOutcome outcomes = 1;
+   */
+  outcomes?: ProposeOutcomeJson[];
+};
+
+/**
+ * Describes the message oprc.ProposeBatchResponse.
+ * Use `create(ProposeBatchResponseSchema)` to create a new message.
+ */
+export const ProposeBatchResponseSchema: GenMessage<ProposeBatchResponse, {jsonType: ProposeBatchResponseJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_raft, 8);
+
+/**
+ * A command for one group. A node that does not lead the group refuses it with `not_leader`
+ * and the leader's id as the hint (it never forwards again).
  *
  * @generated from message oprc.ProposeRequest
  */
@@ -504,9 +565,8 @@ export type ProposeRequest = Message<"oprc.ProposeRequest"> & {
 };
 
 /**
- * A command proposed through another node, because that node leads the group. A node that
- * does not lead the group answers UNAVAILABLE with the leader's id in `odgm-leader-hint`
- * (it never forwards again).
+ * A command for one group. A node that does not lead the group refuses it with `not_leader`
+ * and the leader's id as the hint (it never forwards again).
  *
  * @generated from message oprc.ProposeRequest
  */
@@ -530,7 +590,7 @@ export type ProposeRequestJson = {
  * Use `create(ProposeRequestSchema)` to create a new message.
  */
 export const ProposeRequestSchema: GenMessage<ProposeRequest, {jsonType: ProposeRequestJson}> = /*@__PURE__*/
-  messageDesc(file_oprc_raft, 7);
+  messageDesc(file_oprc_raft, 9);
 
 /**
  * @generated from message oprc.ProposeResponse
@@ -575,7 +635,132 @@ export type ProposeResponseJson = {
  * Use `create(ProposeResponseSchema)` to create a new message.
  */
 export const ProposeResponseSchema: GenMessage<ProposeResponse, {jsonType: ProposeResponseJson}> = /*@__PURE__*/
-  messageDesc(file_oprc_raft, 8);
+  messageDesc(file_oprc_raft, 10);
+
+/**
+ * @generated from message oprc.ProposeOutcome
+ */
+export type ProposeOutcome = Message<"oprc.ProposeOutcome"> & {
+  /**
+   * @generated from oneof oprc.ProposeOutcome.outcome
+   */
+  outcome: {
+    /**
+     * @generated from field: oprc.ProposeResponse applied = 1;
+     */
+    value: ProposeResponse;
+    case: "applied";
+  } | {
+    /**
+     * @generated from field: oprc.ProposeRefusal refused = 2;
+     */
+    value: ProposeRefusal;
+    case: "refused";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * @generated from message oprc.ProposeOutcome
+ */
+export type ProposeOutcomeJson = {
+  /**
+   * @generated from field: oprc.ProposeResponse applied = 1;
+   */
+  applied?: ProposeResponseJson;
+
+  /**
+   * @generated from field: oprc.ProposeRefusal refused = 2;
+   */
+  refused?: ProposeRefusalJson;
+};
+
+/**
+ * Describes the message oprc.ProposeOutcome.
+ * Use `create(ProposeOutcomeSchema)` to create a new message.
+ */
+export const ProposeOutcomeSchema: GenMessage<ProposeOutcome, {jsonType: ProposeOutcomeJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_raft, 11);
+
+/**
+ * Why a proposal was not applied: a data-plane error code (`not_leader`, `unavailable`,
+ * `version_mismatch`, …) and what the client needs of it.
+ *
+ * @generated from message oprc.ProposeRefusal
+ */
+export type ProposeRefusal = Message<"oprc.ProposeRefusal"> & {
+  /**
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * `not_leader`: the id of the node this one follows, when known.
+   *
+   * @generated from field: string leader_hint = 3;
+   */
+  leaderHint: string;
+
+  /**
+   * `version_mismatch`: the versions of a refused compare-and-swap.
+   *
+   * @generated from field: optional uint64 expected_version = 4;
+   */
+  expectedVersion?: bigint | undefined;
+
+  /**
+   * @generated from field: optional uint64 actual_version = 5;
+   */
+  actualVersion?: bigint | undefined;
+};
+
+/**
+ * Why a proposal was not applied: a data-plane error code (`not_leader`, `unavailable`,
+ * `version_mismatch`, …) and what the client needs of it.
+ *
+ * @generated from message oprc.ProposeRefusal
+ */
+export type ProposeRefusalJson = {
+  /**
+   * @generated from field: string code = 1;
+   */
+  code?: string;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message?: string;
+
+  /**
+   * `not_leader`: the id of the node this one follows, when known.
+   *
+   * @generated from field: string leader_hint = 3;
+   */
+  leaderHint?: string;
+
+  /**
+   * `version_mismatch`: the versions of a refused compare-and-swap.
+   *
+   * @generated from field: optional uint64 expected_version = 4;
+   */
+  expectedVersion?: string;
+
+  /**
+   * @generated from field: optional uint64 actual_version = 5;
+   */
+  actualVersion?: string;
+};
+
+/**
+ * Describes the message oprc.ProposeRefusal.
+ * Use `create(ProposeRefusalSchema)` to create a new message.
+ */
+export const ProposeRefusalSchema: GenMessage<ProposeRefusal, {jsonType: ProposeRefusalJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_raft, 12);
 
 /**
  * Membership of one group (or, for "*", of every group this node leads and "meta").
@@ -626,7 +811,7 @@ export type ChangeMembershipRequestJson = {
  * Use `create(ChangeMembershipRequestSchema)` to create a new message.
  */
 export const ChangeMembershipRequestSchema: GenMessage<ChangeMembershipRequest, {jsonType: ChangeMembershipRequestJson}> = /*@__PURE__*/
-  messageDesc(file_oprc_raft, 9);
+  messageDesc(file_oprc_raft, 13);
 
 /**
  * @generated from enum oprc.ChangeMembershipRequest.Change
@@ -667,7 +852,7 @@ export type ChangeMembershipRequest_ChangeJson = "CHANGE_UNSPECIFIED" | "CHANGE_
  * Describes the enum oprc.ChangeMembershipRequest.Change.
  */
 export const ChangeMembershipRequest_ChangeSchema: GenEnum<ChangeMembershipRequest_Change, ChangeMembershipRequest_ChangeJson> = /*@__PURE__*/
-  enumDesc(file_oprc_raft, 9, 0);
+  enumDesc(file_oprc_raft, 13, 0);
 
 /**
  * @generated from message oprc.ChangeMembershipResponse
@@ -694,7 +879,7 @@ export type ChangeMembershipResponseJson = {
  * Use `create(ChangeMembershipResponseSchema)` to create a new message.
  */
 export const ChangeMembershipResponseSchema: GenMessage<ChangeMembershipResponse, {jsonType: ChangeMembershipResponseJson}> = /*@__PURE__*/
-  messageDesc(file_oprc_raft, 10);
+  messageDesc(file_oprc_raft, 14);
 
 /**
  * @generated from enum oprc.RaftMessageType
@@ -835,14 +1020,16 @@ export const RaftService: GenService<{
     output: typeof RaftBatchAckSchema;
   },
   /**
-   * Proposes a command on this node, which must lead the group; answers once applied here.
+   * Proposes commands on this node, which must lead their groups; answers once every one
+   * was applied here (or refused), one outcome per proposal in request order. A follower
+   * sends the writes it forwards to one leader while earlier calls are out in one call.
    *
-   * @generated from rpc oprc.RaftService.Propose
+   * @generated from rpc oprc.RaftService.ProposeBatch
    */
-  propose: {
+  proposeBatch: {
     methodKind: "unary";
-    input: typeof ProposeRequestSchema;
-    output: typeof ProposeResponseSchema;
+    input: typeof ProposeBatchRequestSchema;
+    output: typeof ProposeBatchResponseSchema;
   },
   /**
    * Changes a group's membership on this node, which must lead the group.
