@@ -3,6 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
+import type { TriggerInvocation } from "@oprc/event-v2";
 import {
   ClusterService,
   CollectionService,
@@ -159,7 +160,11 @@ export async function startOdgm(
   try {
     const nodeShard = await engine.openShard(NODE_SHARD);
     const registry = await openCollectionRegistry(nodeShard);
-    const sink = createRouteTriggerSink(registry, functions);
+    /** Publishes fired triggers on Zenoh once it is configured (set below). */
+    let publishTrigger: ((inv: TriggerInvocation) => Promise<boolean>) | undefined;
+    const sink = createRouteTriggerSink(registry, functions, (inv) =>
+      publishTrigger === undefined ? Promise.resolve(false) : publishTrigger(inv),
+    );
     let late: ShardManager | undefined;
     cluster = await ClusterNode.start({
       config: config.cluster,
@@ -388,11 +393,12 @@ export async function startOdgm(
             retryMs: zenohConfig.retryMs,
             nodeId: config.cluster.nodeId,
             data: createClient(DataService, local),
+            functions: createClient(OprcFunction, local),
             shards: () => manager.all(),
             // Every node receives a put; the one serving the partition applies it (on a
             // raft partition its leader). Unknown collections: every node refuses it.
-            appliesSample: (object) => {
-              const ref = { cls: object.cls, partition: object.partition };
+            appliesSample: (target) => {
+              const ref = { cls: target.cls, partition: target.partition };
               const shard = manager.get(ref.cls, ref.partition);
               if (shard === undefined) return clusterNode.replicasElsewhere(ref) === undefined;
               return shard.replica === undefined || shard.replica.isLeader;
@@ -401,6 +407,7 @@ export async function startOdgm(
             logger,
             timeoutMs: config.limits.invokeTimeoutMs,
           });
+    if (zenoh !== undefined) publishTrigger = zenoh.publishTrigger;
 
     // odgm_objects_pending_conversion_total: counted in the background, so a large legacy
     // keyspace never delays the start; MaintenanceService conversions count it down.

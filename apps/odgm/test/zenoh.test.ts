@@ -20,12 +20,18 @@ import {
   CapabilitiesResponseSchema,
   EventInfoSchema,
   EventType,
+  InvocationRequestSchema,
+  InvocationResponseSchema,
   ObjDataSchema,
+  ObjectInvocationRequestSchema,
+  ResponseStatus,
+  TriggerPayloadSchema,
   ValDataSchema,
   ValueResponseSchema,
 } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeKeyChunk } from "../src/zenoh/zenoh-keys.js";
+import { type FunctionServer, startFunctionServer } from "./fixtures/function-server.js";
 import { type OdgmProcess, startOdgmProcess } from "./fixtures/odgm-process.js";
 
 const ROUTER_CLI = fileURLToPath(
@@ -73,6 +79,7 @@ async function startRouter(port: number): Promise<RouterProcess> {
 let router: RouterProcess;
 let node: OdgmProcess;
 let session: Session;
+let functions: FunctionServer;
 
 async function readyz(): Promise<{ status: number; body: Record<string, string> }> {
   const res = await fetch(`${node.url}/readyz`);
@@ -145,12 +152,16 @@ const STRING_IDS = ["plain-id", "*", "**", "a$b", "q?x", "h#1", "@at", "100%", "
 
 beforeAll(async () => {
   router = await startRouter(0);
+  functions = await startFunctionServer();
+  const fnRoutes = { echo: { url: functions.url }, fail: { url: functions.url } };
   node = await startOdgmProcess({
     ODGM_STORAGE: "memory",
     ODGM_STRING_ID_UNICODE: "true",
     ODGM_ZENOH_ENDPOINT: `ws/127.0.0.1:${router.port}`,
     ODGM_ZENOH_RETRY_MS: "200",
-    ODGM_COLLECTION: JSON.stringify([{ name: "zc", partition_count: 2 }]),
+    ODGM_COLLECTION: JSON.stringify([
+      { name: "zc", partition_count: 2, invocations: { fnRoutes } },
+    ]),
   });
   await until(zenohIs("up"));
   session = await open(new Config(`ws/127.0.0.1:${router.port}`, 10_000));
@@ -162,6 +173,7 @@ afterAll(async () => {
   await node?.exited;
   router?.child.kill("SIGTERM");
   await router?.exited;
+  await functions?.close();
 });
 
 describe("objects", () => {
@@ -279,6 +291,98 @@ describe("change events", () => {
     expect(perEntry.every((s) => s.kind() === SampleKind.PUT)).toBe(true);
     await s1.undeclare();
     await s2.undeclare();
+  });
+});
+
+describe("invocations", () => {
+  const invReq = (payload: string) =>
+    toBinary(
+      InvocationRequestSchema,
+      create(InvocationRequestSchema, { payload: enc.encode(payload), options: { a: "b" } }),
+    );
+  const objReq = (payload: string) =>
+    toBinary(
+      ObjectInvocationRequestSchema,
+      create(ObjectInvocationRequestSchema, { payload: enc.encode(payload) }),
+    );
+  const response = (b: Uint8Array) => fromBinary(InvocationResponseSchema, b);
+
+  it("routes sync invocation queries like InvokeFn and InvokeObj", async () => {
+    const fn = response(await ok(`${P}/invokes/echo`, invReq("abc")));
+    expect(fn.status).toBe(ResponseStatus.OKAY);
+    expect(dec.decode(fn.payload)).toBe("cba");
+    const id = "inv*o$k";
+    const o = response(await ok(`${P}/sobjects/${encodeKeyChunk(id)}/invokes/echo`, objReq("xy")));
+    expect(dec.decode(o.payload)).toBe("yx");
+    const calls = await functions.waitFor(
+      (c) => c.kind === "obj" && c.request.objectIdStr === id && c.request.fnId === "echo",
+    );
+    expect(calls[0]?.request.clsId).toBe("zc");
+    const n = response(await ok(`${P}/objects/31/invokes/fail`, objReq("p")));
+    expect(n.status).toBe(ResponseStatus.APP_ERROR);
+  });
+
+  it("runs async invocation puts through the route", async () => {
+    await session.put(`${P}/objects/77/invokes/echo/async/inv-1`, objReq("async!"));
+    const got = await functions.waitFor(
+      (c) =>
+        c.kind === "obj" &&
+        c.request.objectId === 77n &&
+        dec.decode(c.request.payload) === "async!",
+    );
+    expect(got).toHaveLength(1);
+    await session.put(`${P}/invokes/echo/async/inv-2`, invReq("stateless-async"));
+    await functions.waitFor(
+      (c) => c.kind === "fn" && dec.decode(c.request.payload) === "stateless-async",
+    );
+  });
+
+  it("publishes fired triggers on the target's async key, for functions hosted on Zenoh", async () => {
+    const target = { clsId: "zc", partitionId: 1, fnId: "zfn", objectIdStr: "target" };
+    const received: Sample[] = [];
+    const sub = await session.declareSubscriber(`${P}/sobjects/target/invokes/zfn/async/*`, {
+      handler: (s: Sample) => void received.push(s),
+    });
+    const o = `${P}/sobjects/trig`;
+    const withTriggers = toBinary(
+      ObjDataSchema,
+      create(ObjDataSchema, {
+        entriesStr: { seed: { data: enc.encode("0") } },
+        event: {
+          dataTriggerStr: { k: { onCreate: [target] } },
+          funcTrigger: { echo: { onComplete: [target] } },
+        },
+      }),
+    );
+    await ok(`${o}/set`, withTriggers);
+    await ok(`${o}/values/k/set`, val("v"));
+    await until(async () => received.length >= 1);
+    // A function-complete trigger fires for an invocation that came in over Zenoh too.
+    await ok(`${o}/invokes/echo`, objReq("done"));
+    await until(async () => received.length >= 2);
+    const payloads = received.map((s) => {
+      const req = fromBinary(ObjectInvocationRequestSchema, s.payload().toBytes());
+      expect(req.fnId).toBe("zfn");
+      expect(req.objectIdStr).toBe("target");
+      return fromBinary(TriggerPayloadSchema, req.payload).eventInfo;
+    });
+    expect(payloads.map((e) => e?.eventType)).toEqual([
+      EventType.DATA_CREATE,
+      EventType.FUNC_COMPLETE,
+    ]);
+    expect(payloads[0]?.keyStr).toBe("k");
+    expect(payloads[1]?.fnId).toBe("echo");
+    await sub.undeclare();
+  });
+
+  it("answers bad invocations with error replies", async () => {
+    expect((await err(`${P}/invokes/echo`, new Uint8Array([0xff, 0xff]))).code).toBe(
+      "invalid_argument",
+    );
+    expect((await err(`${P}/invokes/nope`, invReq("x"))).code).toBe("not_found");
+    expect((await err(`${P}/invokes/echo/async/x`, invReq("x"))).code).toBe("invalid_argument");
+    expect((await err(`${P}/invokes/*`, invReq("x"))).code).toBe("invalid_argument");
+    expect((await err("oprc/nope/0/invokes/echo", invReq("x"))).code).toBe("not_found");
   });
 });
 

@@ -9,7 +9,11 @@ import {
   BatchSetValuesRequestSchema,
   type DataService,
   EmptyResponseSchema,
+  InvocationRequestSchema,
+  InvocationResponseSchema,
   ObjDataSchema,
+  ObjectInvocationRequestSchema,
+  type OprcFunction,
   ValDataSchema,
   ValueResponseSchema,
 } from "@oprc/grpc-api";
@@ -27,6 +31,8 @@ import {
 export interface ZenohDataHandlersOptions {
   /** The node's DataService, in process (the handlers gRPC serves, over the routed plane). */
   readonly data: Client<typeof DataService>;
+  /** The node's OprcFunction, in process (invocations go through the route table like gRPC). */
+  readonly functions: Client<typeof OprcFunction>;
   readonly metrics: OdgmMetrics;
   readonly logger: Logger;
   /** Deadline of one call, ms. */
@@ -35,8 +41,11 @@ export interface ZenohDataHandlersOptions {
    * Whether this node applies a put or delete sample for `object` (every node subscribed to
    * the key space receives it; exactly one should write). Default: always.
    */
-  readonly appliesSample?: (object: ObjectAddress) => boolean;
+  readonly appliesSample?: (partition: { cls: string; partition: number }) => boolean;
 }
+
+/** Attachment of the async invocations a node publishes for fired triggers. */
+export const TRIGGER_ATTACHMENT = "odgm-trigger";
 
 /** Serves the ODGM key space. */
 export interface ZenohDataHandlers {
@@ -88,12 +97,46 @@ const entryKey = (key: string) => (isNumericEntryKey(key) ? { key: Number(key) }
  * its payload and its reply).
  */
 export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataHandlers {
-  const { data } = o;
+  const { data, functions } = o;
   const call = () => ({ timeoutMs: o.timeoutMs });
   const count = (kind: string, outcome: string) => o.metrics.zenohRequests.inc({ kind, outcome });
 
+  /** Runs the invocation a key and payload describe. */
+  const invoke = async (key: Extract<OdgmKey, { kind: "invoke" }>, payload: Uint8Array) => {
+    if (key.object === undefined) {
+      const req = decode(InvocationRequestSchema, payload, "InvocationRequest");
+      return functions.invokeFn(
+        {
+          options: req.options,
+          payload: req.payload,
+          clsId: key.cls,
+          partitionId: key.partition,
+          fnId: key.fn,
+        },
+        call(),
+      );
+    }
+    // The key names the target; identity fields in the payload are ignored.
+    const req = decode(ObjectInvocationRequestSchema, payload, "ObjectInvocationRequest");
+    return functions.invokeObj(
+      {
+        options: req.options,
+        payload: req.payload,
+        ...identity(key.object),
+        fnId: key.fn,
+      },
+      call(),
+    );
+  };
+
   /** The reply payload to a query on `key`, or a thrown error. */
   const answer = async (key: OdgmKey, payload: Uint8Array | undefined): Promise<Uint8Array> => {
+    if (key.kind === "invoke") {
+      if (key.asyncId !== undefined)
+        throw new KeyError("async invocation keys take puts; query …/invokes/<fn> for a result");
+      const res = await invoke(key, payload ?? new Uint8Array(0));
+      return toBinary(InvocationResponseSchema, res);
+    }
     const id = identity(key.object);
     const need = (what: string) => {
       if (payload === undefined)
@@ -184,7 +227,18 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
       const keyExpr = sample.keyexpr().toString();
       try {
         const key = parseOdgmKey(keyExpr);
-        if (key.kind !== "batch" && key.op === "change") return; // our own events
+        if ((key.kind === "object" || key.kind === "value") && key.op === "change") return; // events
+        if (key.kind === "invoke") {
+          if (key.asyncId === undefined || kind === "delete")
+            throw new KeyError(`${kind} on ${JSON.stringify(keyExpr)} is not served; query it`);
+          // A node's fired trigger: already delivered through the function route.
+          if (sample.attachment()?.toString() === TRIGGER_ATTACHMENT) return;
+          if (o.appliesSample !== undefined && !o.appliesSample(key)) return;
+          const res = await invoke(key, sample.payload().toBytes());
+          count(kind, "ok");
+          o.logger.debug({ key: keyExpr, status: res.status }, "async invocation done");
+          return;
+        }
         if (o.appliesSample !== undefined && !o.appliesSample(key.object)) return;
         const id = identity(key.object);
         const payload = sample.payload().toBytes();

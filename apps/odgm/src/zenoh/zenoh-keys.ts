@@ -4,6 +4,8 @@
 //   <object>[/set|/delete|/change]
 //   <object>/values/<key>[/set|/delete|/change]
 //   <object>/values-batch/<invocation id>
+//   oprc/<cls>/<pid>/invokes/<fn>[/async/<invocation id>]       stateless function
+//   <object>/invokes/<fn>[/async/<invocation id>]               function on an object
 // Class names, ids and entry keys are single chunks, percent-encoded where key-expression
 // syntax needs it, so `*`, `**`, `$`, `#`, `?` and `/` never act as wildcards or separators.
 
@@ -36,7 +38,17 @@ export type OdgmKey =
       readonly key: string;
       readonly op: KeyOp;
     }
-  | { readonly kind: "batch"; readonly object: ObjectAddress; readonly invocationId: string };
+  | { readonly kind: "batch"; readonly object: ObjectAddress; readonly invocationId: string }
+  | {
+      readonly kind: "invoke";
+      readonly cls: string;
+      readonly partition: number;
+      /** Set for `<object>/invokes/…` (InvokeObj), absent for `P/invokes/…` (InvokeFn). */
+      readonly object: ObjectAddress | undefined;
+      readonly fn: string;
+      /** Set for the async form `…/async/<invocation id>`. */
+      readonly asyncId: string | undefined;
+    };
 
 /** The suffix after an object or entry key: none, `set`, `delete` or `change`. */
 export type KeyOp = "none" | "set" | "delete" | "change";
@@ -91,6 +103,24 @@ export function parseOdgmKey(keyExpr: string): OdgmKey {
   const partition = Number(pidChunk);
   const space = chunks[3] as string;
   const idChunk = chunks[4] as string;
+  const invoke = (object: ObjectAddress | undefined, fnChunk: string, tail: string[]): OdgmKey => {
+    const fn = decodeChunk(fnChunk, "function id");
+    if (tail.length === 0)
+      return { kind: "invoke", cls, partition, object, fn, asyncId: undefined };
+    if (tail.length === 2 && tail[0] === "async")
+      return {
+        kind: "invoke",
+        cls,
+        partition,
+        object,
+        fn,
+        asyncId: decodeChunk(tail[1] as string, "invocation id"),
+      };
+    throw new KeyError(
+      `${JSON.stringify(keyExpr)} is not an ODGM invocation key (…/invokes/<fn>[/async/<id>])`,
+    );
+  };
+  if (space === "invokes") return invoke(undefined, idChunk, chunks.slice(5));
   let id: ObjectAddress["id"];
   if (space === "objects") {
     if (idChunk === "*" || idChunk === "**")
@@ -115,6 +145,7 @@ export function parseOdgmKey(keyExpr: string): OdgmKey {
     throw new KeyError(`unknown operation ${JSON.stringify(s)} (expected set, delete or change)`);
   };
   if (rest.length <= 1) return { kind: "object", object, op: opOf(rest[0]) };
+  if (rest[0] === "invokes") return invoke(object, rest[1] as string, rest.slice(2));
   const [section, name, suffix, ...extra] = rest as [string, string, string?, ...string[]];
   if (extra.length > 0) throw new KeyError(`${JSON.stringify(keyExpr)} has too many chunks`);
   if (section === "values")
@@ -122,6 +153,18 @@ export function parseOdgmKey(keyExpr: string): OdgmKey {
   if (section === "values-batch" && suffix === undefined)
     return { kind: "batch", object, invocationId: decodeChunk(name, "invocation id") };
   throw new KeyError(`${JSON.stringify(keyExpr)} is not an ODGM key`);
+}
+
+/** The sync invocation key of `fn` (on `object` when given); append `/async/<id>` for the async form. */
+export function invokeKey(
+  cls: string,
+  partition: number,
+  fn: string,
+  object?: ObjectAddress,
+): string {
+  const base =
+    object === undefined ? `${KEY_ROOT}/${encodeKeyChunk(cls)}/${partition}` : objectKey(object);
+  return `${base}/invokes/${encodeKeyChunk(fn)}`;
 }
 
 /** Whether `key` is a canonical u32 decimal (an entry key that is numeric, spec §2). */

@@ -4,14 +4,22 @@
 import { toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { Encoding, Locality, type Query, type Sample, type Session } from "@eclipse-zenoh/zenoh-ts";
-import { CapabilitiesResponseSchema, type DataService } from "@oprc/grpc-api";
+import type { TriggerInvocation } from "@oprc/event-v2";
+import {
+  CapabilitiesResponseSchema,
+  type DataService,
+  InvocationRequestSchema,
+  ObjectInvocationRequestSchema,
+  type OprcFunction,
+} from "@oprc/grpc-api";
+import { createTidClock } from "@oprc/oprc-id";
 import type { Logger } from "pino";
 import type { OdgmMetrics } from "../observability/metrics.js";
 import type { Shard } from "../shards/shard-manager.js";
 import { createZenohChangePublisher } from "./zenoh-change-publisher.js";
 import { createZenohConnection } from "./zenoh-connection.js";
-import { createZenohDataHandlers, errorBody } from "./zenoh-data-handlers.js";
-import { encodeKeyChunk, KEY_ROOT, type ObjectAddress } from "./zenoh-keys.js";
+import { createZenohDataHandlers, errorBody, TRIGGER_ATTACHMENT } from "./zenoh-data-handlers.js";
+import { encodeKeyChunk, invokeKey, KEY_ROOT, type ObjectAddress } from "./zenoh-keys.js";
 
 /** Options of {@link createZenohService}. */
 export interface ZenohServiceOptions {
@@ -21,10 +29,11 @@ export interface ZenohServiceOptions {
   readonly retryMs: number;
   readonly nodeId: number;
   readonly data: Client<typeof DataService>;
+  readonly functions: Client<typeof OprcFunction>;
   /** The node's shards, now (new collections appear over time). */
   readonly shards: () => readonly Shard[];
   /** See `ZenohDataHandlersOptions.appliesSample`. */
-  readonly appliesSample?: (object: ObjectAddress) => boolean;
+  readonly appliesSample?: (partition: { cls: string; partition: number }) => boolean;
   readonly metrics: OdgmMetrics;
   readonly logger: Logger;
   /** Deadline of one data call, ms. */
@@ -35,6 +44,12 @@ export interface ZenohServiceOptions {
 export interface ZenohService {
   /** Whether the session is open and declared. */
   isUp(): boolean;
+  /**
+   * Publishes a fired trigger on its target's async invocation key
+   * (`…/invokes/<fn>/async/<id>`, a new TID as id), for functions hosted on Zenoh.
+   * Resolves false while Zenoh is down.
+   */
+  publishTrigger(invocation: TriggerInvocation): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -51,6 +66,7 @@ export function createZenohService(o: ZenohServiceOptions): ZenohService {
   const log = o.logger.child({ component: "zenoh" });
   const handlers = createZenohDataHandlers({
     data: o.data,
+    functions: o.functions,
     metrics: o.metrics,
     logger: log,
     timeoutMs: o.timeoutMs,
@@ -121,8 +137,37 @@ export function createZenohService(o: ZenohServiceOptions): ZenohService {
   });
   for (const shard of o.shards()) publisher.watch(shard);
 
+  const tids = createTidClock();
   return {
     isUp: () => connection.isUp(),
+    async publishTrigger(invocation) {
+      const session = connection.session();
+      if (session === undefined) return false;
+      const r = invocation.request;
+      let key: string;
+      let payload: Uint8Array;
+      if (invocation.kind === "object") {
+        const req = invocation.request;
+        const object: ObjectAddress = {
+          cls: req.clsId,
+          partition: req.partitionId,
+          id:
+            req.objectIdStr !== undefined && req.objectIdStr !== ""
+              ? { str: req.objectIdStr }
+              : { numeric: req.objectId },
+        };
+        key = invokeKey(r.clsId, r.partitionId, r.fnId, object);
+        payload = toBinary(ObjectInvocationRequestSchema, req);
+      } else {
+        key = invokeKey(r.clsId, r.partitionId, r.fnId);
+        payload = toBinary(InvocationRequestSchema, invocation.request);
+      }
+      await session.put(`${key}/async/${tids.next()}`, payload, {
+        encoding: Encoding.APPLICATION_PROTOBUF,
+        attachment: TRIGGER_ATTACHMENT,
+      });
+      return true;
+    },
     async close() {
       publisher?.close();
       await connection.close();
