@@ -5,6 +5,7 @@
 // input, and the router killed and restarted while the node runs.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
@@ -463,5 +464,56 @@ describe("router restarts", () => {
       if ("kind" in res) tokens.push(res.keyexpr().toString());
     }
     expect(tokens).toEqual(["odgm/nodes/1"]);
+  });
+});
+
+describe("router down at start", () => {
+  it("starts, serves and is ready without a router, and connects once one listens", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const late = await startOdgmProcess({
+      ODGM_STORAGE: "memory",
+      ODGM_NODE_ID: "5",
+      ODGM_ZENOH_ENDPOINT: `ws/127.0.0.1:${port}`,
+      ODGM_ZENOH_RETRY_MS: "200",
+    });
+    let lateRouter: RouterProcess | undefined;
+    let lateSession: Session | undefined;
+    try {
+      const ready = await fetch(`${late.url}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toEqual({ status: "ready", zenoh: "down" });
+      const put = await fetch(`${late.url}/api/class/default/0/objects/1/values/early`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ value: "before the router" }),
+      });
+      expect(put.status).toBeLessThan(300);
+      lateRouter = await startRouter(port);
+      await until(async () => {
+        const body = (await (await fetch(`${late.url}/readyz`)).json()) as { zenoh?: string };
+        return body.zenoh === "up";
+      });
+      lateSession = await open(new Config(`ws/127.0.0.1:${port}`, 10_000));
+      const receiver = await lateSession.get("oprc/default/0/objects/1/values/early");
+      const replies: Uint8Array[] = [];
+      for await (const r of receiver ?? []) {
+        const res = r.result();
+        if ("kind" in res) replies.push(res.payload().toBytes());
+      }
+      expect(replies).toHaveLength(1);
+      const v = fromBinary(ValueResponseSchema, replies[0] as Uint8Array);
+      expect(v.objectVersion).toBe(1n);
+    } finally {
+      await lateSession?.close();
+      late.child.kill("SIGTERM");
+      await late.exited;
+      lateRouter?.child.kill("SIGTERM");
+      await lateRouter?.exited;
+    }
   });
 });
