@@ -78,6 +78,13 @@ export interface OdgmConfig {
    * connect-node (same answers, slower).
    */
   readonly grpcFastPath: boolean;
+  /**
+   * `ODGM_ZENOH_ENDPOINT` (default unset = Zenoh off): the locator of a Zenoh router's
+   * remote-api plugin, `ws/<host>:<port>` or `ws://<host>:<port>` (`wss` for TLS).
+   * `ODGM_ZENOH_RETRY_MS` (default 1000): the pause between connection attempts and between
+   * health checks of an open session.
+   */
+  readonly zenoh: { readonly endpoint: string; readonly retryMs: number } | undefined;
   /** `ODGM_LOG_LEVEL` (default `info`). */
   readonly logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** The raw environment, for packages that parse their own variables (events). */
@@ -126,6 +133,18 @@ function configError(variable: string, message: string): OdgmError {
 
 const TRUE = new Set(["1", "true", "yes", "on"]);
 const FALSE = new Set(["0", "false", "no", "off"]);
+
+function parseZenoh(env: Env): OdgmConfig["zenoh"] {
+  const endpoint = env.ODGM_ZENOH_ENDPOINT?.trim() || undefined;
+  if (endpoint === undefined) return undefined;
+  if (!/^wss?(:\/\/|\/)[^/\s]+:\d+\/?$/.test(endpoint)) {
+    throw configError(
+      "ODGM_ZENOH_ENDPOINT",
+      `expected ws/<host>:<port> or ws://<host>:<port> (wss for TLS), got ${JSON.stringify(endpoint)}`,
+    );
+  }
+  return { endpoint, retryMs: int(env, "ODGM_ZENOH_RETRY_MS", 1000, 50, 600_000) };
+}
 
 function bool(env: Env, name: string, fallback: boolean, alias?: string): boolean {
   const used = env[name] !== undefined || alias === undefined ? name : alias;
@@ -344,6 +363,7 @@ export function loadConfig(env: Env): OdgmConfig {
     },
     events: parseEvents(env),
     grpcFastPath: bool(env, "ODGM_GRPC_FAST_PATH", true),
+    zenoh: parseZenoh(env),
     logLevel: logLevel as OdgmConfig["logLevel"],
     env,
   };

@@ -3,6 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
+import type { TriggerInvocation } from "@oprc/event-v2";
 import {
   ClusterService,
   CollectionService,
@@ -41,6 +42,7 @@ import { createDualProtocolServer } from "./server/dual-protocol-server.js";
 import { peersOnly } from "./server/peer-auth.js";
 import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
+import { createZenohService, type ZenohService } from "./zenoh/zenoh-service.js";
 
 /** Name of the shard holding the node's own records (collection registry). */
 const NODE_SHARD = "__odgm__";
@@ -158,7 +160,11 @@ export async function startOdgm(
   try {
     const nodeShard = await engine.openShard(NODE_SHARD);
     const registry = await openCollectionRegistry(nodeShard);
-    const sink = createRouteTriggerSink(registry, functions);
+    /** Publishes fired triggers on Zenoh once it is configured (set below). */
+    let publishTrigger: ((inv: TriggerInvocation) => Promise<boolean>) | undefined;
+    const sink = createRouteTriggerSink(registry, functions, (inv) =>
+      publishTrigger === undefined ? Promise.resolve(false) : publishTrigger(inv),
+    );
     let late: ShardManager | undefined;
     cluster = await ClusterNode.start({
       config: config.cluster,
@@ -313,6 +319,8 @@ export async function startOdgm(
       maxMessageBytes: config.limits.maxMessageBytes,
       fastPath: config.grpcFastPath,
     });
+    /** The Zenoh side (ODGM_ZENOH_ENDPOINT), started once the server listens. */
+    let zenoh: ZenohService | undefined;
     // REST runs over the same handlers through the pipeline's in-process transport.
     const local = pipeline.transport;
     const gateway = createRestGateway({
@@ -322,6 +330,9 @@ export async function startOdgm(
       bodyLimit: config.limits.maxMessageBytes,
       partitionCount: (cls) => registry.get(cls)?.partitionCount,
       ready: () => ready && configured && storageFailure === undefined && clusterNode.ready(),
+      // Zenoh is a side channel: while it is down, gRPC and REST serve and the node stays ready.
+      readyDetail: (): Record<string, string> =>
+        zenoh === undefined ? {} : { zenoh: zenoh.isUp() ? "up" : "down" },
       metrics: async () => {
         for (const s of manager.all()) {
           metrics.eventQueueLength.set(
@@ -372,6 +383,32 @@ export async function startOdgm(
       "odgm listening (gRPC over h2c, gRPC-Web, Connect and REST over HTTP/1.1 and h2c)",
     );
 
+    // Zenoh (ODGM_ZENOH_ENDPOINT): the same DataService handlers, in process, like REST.
+    const zenohConfig = config.zenoh;
+    zenoh =
+      zenohConfig === undefined
+        ? undefined
+        : createZenohService({
+            endpoint: zenohConfig.endpoint,
+            retryMs: zenohConfig.retryMs,
+            nodeId: config.cluster.nodeId,
+            data: createClient(DataService, local),
+            functions: createClient(OprcFunction, local),
+            shards: () => manager.all(),
+            // Every node receives a put; the one serving the partition applies it (on a
+            // raft partition its leader). Unknown collections: every node refuses it.
+            appliesSample: (target) => {
+              const ref = { cls: target.cls, partition: target.partition };
+              const shard = manager.get(ref.cls, ref.partition);
+              if (shard === undefined) return clusterNode.replicasElsewhere(ref) === undefined;
+              return shard.replica === undefined || shard.replica.isLeader;
+            },
+            metrics,
+            logger,
+            timeoutMs: config.limits.invokeTimeoutMs,
+          });
+    if (zenoh !== undefined) publishTrigger = zenoh.publishTrigger;
+
     // odgm_objects_pending_conversion_total: counted in the background, so a large legacy
     // keyspace never delays the start; MaintenanceService conversions count it down.
     const stopSampling = new AbortController();
@@ -396,6 +433,7 @@ export async function startOdgm(
         closing ??= (async () => {
           ready = false;
           health.shutdown();
+          await zenoh?.close();
           const grace = config.limits.shutdownTimeoutMs;
           await server.close(grace);
           closingCluster = true;

@@ -28,6 +28,20 @@ describe("createRestGateway options", () => {
     expect((await app.request("/readyz")).status).toBe(200);
   });
 
+  it("readyDetail() adds fields to /readyz without changing readiness", async () => {
+    let ready = true;
+    const app = gateway({ ready: () => ready, readyDetail: () => ({ zenoh: "down" }) });
+    const ok = await app.request("/readyz");
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ status: "ready", zenoh: "down" });
+    ready = false;
+    const res = await app.request("/readyz");
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
+      "not ready (zenoh down)",
+    );
+  });
+
   it("without a function client invocations are 501; without metrics /metrics is 404", async () => {
     const app = gateway();
     const res = await app.request("/api/class/c/0/invokes/echo", { method: "POST" });

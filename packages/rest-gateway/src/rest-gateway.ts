@@ -46,6 +46,11 @@ export interface RestGatewayOptions {
    */
   ready?: () => Promise<boolean> | boolean;
   /**
+   * Extra fields of the `GET /readyz` answer (e.g. `{ zenoh: "down" }`): added to the JSON
+   * body when ready and to the message when not. They never change readiness itself.
+   */
+  readyDetail?: () => Record<string, string>;
+  /**
    * Deadline of each upstream call in milliseconds (0 = none). Default 30000, so a stuck node
    * turns into a 504 instead of a hung HTTP request.
    */
@@ -141,6 +146,7 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
   bindInvocationRoutes(ctx);
   bindServiceRoutes(ctx, {
     ready: options.ready,
+    readyDetail: options.readyDetail,
     metrics: options.metrics,
     partitionCount: options.partitionCount,
   });

@@ -1,4 +1,4 @@
-import type { TriggerSink } from "@oprc/event-v2";
+import type { TriggerInvocation, TriggerSink } from "@oprc/event-v2";
 import { ResponseStatus } from "@oprc/grpc-api";
 import type { CollectionRegistry } from "../collections/collection-registry.js";
 import type { FunctionClientPool } from "./function-client-pool.js";
@@ -6,18 +6,23 @@ import type { FunctionClientPool } from "./function-client-pool.js";
 /**
  * Delivers fired triggers over gRPC to the target function's route (the target
  * collection's `invocations.fn_routes[fn].url`), the same path `InvokeFn`/`InvokeObj` take.
- * A target with no route, a transport failure or a non-OKAY status rejects, which the
- * dispatcher counts as a trigger failure.
+ * With `publish` (Zenoh up), every trigger is also published on its target's async
+ * invocation key, for functions hosted on Zenoh; a target with no route then counts as
+ * delivered once published. A target with no route (and nothing published), a transport
+ * failure or a non-OKAY status rejects, which the dispatcher counts as a trigger failure.
  */
 export function createRouteTriggerSink(
   registry: CollectionRegistry,
   functions: FunctionClientPool,
+  publish?: (invocation: TriggerInvocation) => Promise<boolean>,
 ): TriggerSink {
   return {
     async dispatch(invocation, { signal }) {
       const { clsId, fnId } = invocation.request;
       const route = registry.get(clsId)?.invocations?.fnRoutes[fnId];
+      const published = (await publish?.(invocation)) ?? false;
       if (route === undefined) {
+        if (published) return;
         throw new Error(`trigger target ${clsId}/${fnId} has no function route on this node`);
       }
       const client = functions.get(route.url);

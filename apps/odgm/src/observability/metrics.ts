@@ -41,6 +41,14 @@ export interface OdgmMetrics {
   readonly raftSnapshots: Gauge<"group" | "direction">;
   /** Requests this node passed to another node (proposals to a leader, reads through ReadIndex). */
   readonly raftForwarded: Counter<"kind">;
+  /** Zenoh: 1 while the session to the router is open and declared, 0 while down (absent when Zenoh is off). */
+  readonly zenohUp: Gauge;
+  /** Zenoh: requests served on the key space by kind (`query`, `put`, `delete`) and outcome (`ok` or a status code). */
+  readonly zenohRequests: Counter<"kind" | "outcome">;
+  /** Zenoh: change events published. */
+  readonly zenohEventsPublished: Counter<"collection">;
+  /** Zenoh: sessions opened (the first and every reconnect). */
+  readonly zenohSessions: Counter;
 }
 
 /**
@@ -135,6 +143,25 @@ export function createOdgmMetrics(): OdgmMetrics {
       "collection",
       "partition",
     ]),
+    zenohUp: g(
+      "odgm_zenoh_up",
+      "1 while the Zenoh session to the router is open and declared, 0 while it is down (reconnecting).",
+      [],
+    ),
+    zenohRequests: c("odgm_zenoh_requests_total", "Requests served on the Zenoh key space.", [
+      "kind",
+      "outcome",
+    ]),
+    zenohEventsPublished: c(
+      "odgm_zenoh_events_published_total",
+      "Change events published on Zenoh.",
+      ["collection"],
+    ),
+    zenohSessions: c(
+      "odgm_zenoh_sessions_total",
+      "Zenoh sessions opened (first and reconnects).",
+      [],
+    ),
     storageWritable: g(
       "odgm_storage_writable",
       "1 while storage accepts writes; 0 after a write failed (a full disk, an I/O error): the node needs a restart.",

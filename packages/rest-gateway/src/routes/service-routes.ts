@@ -15,6 +15,7 @@ import type { RouteContext } from "./route-context.js";
 /** Where the service routes get readiness and metrics from. */
 export interface ServiceRouteOptions {
   ready?: (() => Promise<boolean> | boolean) | undefined;
+  readyDetail?: (() => Record<string, string>) | undefined;
   metrics?: (() => Promise<string> | string) | undefined;
   partitionCount?: ((cls: string) => number | undefined) | undefined;
 }
@@ -41,8 +42,15 @@ export function bindServiceRoutes(ctx: RouteContext, options: ServiceRouteOption
       }
     });
   ctx.bind("readyz", async (c) => {
-    if (await ready()) return c.json({ status: "ready" });
-    return errorResponse(new GatewayError("unavailable", "not ready"));
+    const detail = options.readyDetail?.() ?? {};
+    if (await ready()) return c.json({ status: "ready", ...detail });
+    const parts = Object.entries(detail).map(([k, v]) => `${k} ${v}`);
+    return errorResponse(
+      new GatewayError(
+        "unavailable",
+        parts.length === 0 ? "not ready" : `not ready (${parts.join(", ")})`,
+      ),
+    );
   });
 
   ctx.bind("debugObjectHash", (c) => {

@@ -1,0 +1,2 @@
+export type { ZenohRouter, ZenohRouterOptions, ZenohRouterStats } from "./zenoh-router.js";
+export { createZenohRouter } from "./zenoh-router.js";
