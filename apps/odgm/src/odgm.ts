@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
 import type { TriggerInvocation } from "@oprc/event-v2";
@@ -10,10 +10,8 @@ import {
   type CreateCollectionRequest,
   CreateCollectionRequestSchema,
   createHealthService,
-  DataService,
   isDataPlaneError,
   MaintenanceService,
-  OprcFunction,
   quoteInput,
   RaftService,
 } from "@oprc/grpc-api";
@@ -321,11 +319,10 @@ export async function startOdgm(
     });
     /** The Zenoh side (ODGM_ZENOH_ENDPOINT), started once the server listens. */
     let zenoh: ZenohService | undefined;
-    // REST runs over the same handlers through the pipeline's in-process transport.
-    const local = pipeline.transport;
+    // REST calls the same handlers in process (no encode, decode or transport in between).
     const gateway = createRestGateway({
-      data: createClient(DataService, local),
-      functions: createClient(OprcFunction, local),
+      data: pipeline.data,
+      functions: pipeline.functions,
       ids: { maxLength: config.features.maxStringIdLen, unicode: config.features.unicodeIds },
       bodyLimit: config.limits.maxMessageBytes,
       partitionCount: (cls) => registry.get(cls)?.partitionCount,
@@ -392,8 +389,8 @@ export async function startOdgm(
             endpoint: zenohConfig.endpoint,
             retryMs: zenohConfig.retryMs,
             nodeId: config.cluster.nodeId,
-            data: createClient(DataService, local),
-            functions: createClient(OprcFunction, local),
+            data: pipeline.data,
+            functions: pipeline.functions,
             shards: () => manager.all(),
             // Every node receives a put; the one serving the partition applies it (on a
             // raft partition its leader). Unknown collections: every node refuses it.

@@ -5,7 +5,7 @@ import { REST_SUITE_BODY_LIMIT, runRestSuite } from "@oprc/conformance";
 import { loadConfig, startOdgm } from "../src/index.js";
 
 // The REST conformance suite against a real node: RocksDB in a temp dir, REST over real
-// HTTP/1.1 on loopback, going through the node's in-process Connect transport.
+// HTTP/1.1 on loopback, calling the node's handlers directly (its in-process client).
 runRestSuite("odgm node (RocksDB, HTTP on loopback)", {
   propertyRuns: 40,
   start: async () => {

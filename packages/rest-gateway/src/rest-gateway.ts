@@ -16,8 +16,9 @@ import { bindValueRoutes } from "./routes/value-routes.js";
 /** Options of {@link createRestGateway}. */
 export interface RestGatewayOptions {
   /**
-   * The data service, as a Connect client: over `createRouterTransport` inside `odgm`, or over
-   * `createGrpcTransport` / `createConnectTransport` in front of a remote node. Required.
+   * The data service, as a Connect client: inside `odgm` one that calls the node's handlers
+   * directly; `createRouterTransport` in process; `createGrpcTransport` /
+   * `createConnectTransport` in front of a remote node. Required.
    */
   data: Client<typeof DataService>;
   /**

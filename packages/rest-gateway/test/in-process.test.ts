@@ -4,7 +4,8 @@ import { DataService, OprcFunction } from "@oprc/grpc-api";
 import { memoryServiceRoutes } from "./fixtures/memory-data-service.js";
 import { gatewayTarget } from "./gateway-target.js";
 
-// The gateway as odgm embeds it: Connect clients over an in-process router transport.
+// The gateway in process, over Connect's router transport. (odgm embeds it over a client that
+// calls its handlers directly; apps/odgm/test/rest-conformance.test.ts runs this suite there.)
 runRestSuite("in-process (router transport, app.request)", {
   fixture: true,
   propertyRuns: 150,

@@ -1,27 +1,13 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import {
-  create,
-  type DescMessage,
-  type DescMethod,
-  type DescService,
-  fromBinary,
-  isMessage,
-  type Message,
-  toBinary,
-} from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createContextValues,
-  type HandlerContext,
-  type Interceptor,
-  type UnaryRequest,
-  type UnaryResponse,
-} from "@connectrpc/connect";
+import { type DescService, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor, type UnaryResponse } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-
-/** A unary handler as `ServiceImpl` methods have it. */
-type UnaryImpl = (request: never, context: HandlerContext) => unknown;
+import {
+  type CallMethod,
+  callUnaryHandler,
+  type HandlerCallInit,
+  type HandlerFn,
+} from "./handler-call.js";
 
 /** One service whose unary methods the fast path serves. */
 export interface FastPathService {
@@ -54,8 +40,8 @@ export interface GrpcUnaryFastPathOptions {
 export type GrpcUnaryFastPath = (req: Http2ServerRequest, res: Http2ServerResponse) => boolean;
 
 interface Route {
-  readonly method: DescMethod & { input: DescMessage; output: DescMessage };
-  readonly impl: UnaryImpl;
+  readonly method: CallMethod;
+  readonly impl: HandlerFn;
 }
 
 const MAX_TIMEOUT_MS = Number.MAX_SAFE_INTEGER;
@@ -85,8 +71,8 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       const fn = (impl as Record<string, unknown>)[method.localName];
       if (method.methodKind !== "unary" || typeof fn !== "function") continue;
       routes.set(`/${service.typeName}/${method.name}`, {
-        method: method as Route["method"],
-        impl: (fn as UnaryImpl).bind(impl),
+        method: method as CallMethod,
+        impl: (fn as HandlerFn).bind(impl),
       });
     }
   }
@@ -254,60 +240,19 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
     controller: AbortController,
     timeoutMs: number | undefined,
   ): Promise<UnaryResponse> {
-    const { method } = route;
-    const service = method.parent;
-    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     const header = new Headers();
     for (const [k, v] of Object.entries(req.headers)) {
       if (k.startsWith(":") || v === undefined) continue;
       header.set(k, Array.isArray(v) ? v.join(", ") : v);
     }
-    const request: UnaryRequest = {
-      stream: false,
-      service,
-      method: method as UnaryRequest["method"],
-      requestMethod: "POST",
-      url: `http://${String(req.headers[":authority"] ?? "localhost")}${req.url}`,
-      signal: controller.signal,
+    const init: HandlerCallInit = {
       header,
-      contextValues: createContextValues(),
-      message,
+      signal: controller.signal,
+      url: `http://${String(req.headers[":authority"] ?? "localhost")}${req.url}`,
+      deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
+      protocolName: "grpc",
     };
-    const handler = async (r: UnaryRequest): Promise<UnaryResponse> => {
-      const responseHeader = new Headers();
-      const responseTrailer = new Headers();
-      const context = {
-        method,
-        service,
-        requestMethod: "POST",
-        protocolName: "grpc",
-        url: r.url,
-        signal: r.signal,
-        timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
-        requestHeader: r.header,
-        responseHeader,
-        responseTrailer,
-        values: r.contextValues,
-      } as unknown as HandlerContext;
-      const result = await route.impl(r.message as never, context);
-      const out = isMessage(result, method.output)
-        ? result
-        : create(method.output, result as Parameters<typeof create>[1]);
-      return {
-        stream: false,
-        service,
-        method: r.method,
-        header: responseHeader,
-        trailer: responseTrailer,
-        message: out,
-      };
-    };
-    // connect's order: the first interceptor is the outermost.
-    let next = handler as (r: UnaryRequest) => Promise<UnaryResponse>;
-    for (let i = interceptors.length - 1; i >= 0; i--) {
-      next = (interceptors[i] as Interceptor)(next as never) as typeof next;
-    }
-    return next(request);
+    return callUnaryHandler(route.method, route.impl, message, init, interceptors);
   }
 }
 

@@ -1,16 +1,11 @@
 // The one server pipeline: every service implementation is built once, and the three ways
 // a call arrives — connect-node (gRPC, gRPC-Web, Connect), the gRPC unary fast path, and
-// the in-process transport the REST gateway uses — run the same implementations under the
-// same interceptors. An interceptor added here (metrics, tracing, authentication) cannot
+// the in-process clients REST and Zenoh use — run the same implementations under the same
+// interceptors. An interceptor added here (metrics, tracing, authentication) cannot
 // be skipped by any path.
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
-import {
-  type ConnectRouter,
-  createRouterTransport,
-  type Interceptor,
-  type Transport,
-} from "@connectrpc/connect";
+import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
 /** A Node request handler (connect-node's `NodeHandlerFn`, which it does not export). */
@@ -29,6 +24,7 @@ import {
 import { dropUnrepresentableDeadline } from "./deadline-headers.js";
 import type { DualRequestHandler } from "./dual-protocol-server.js";
 import { createGrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
+import { createInProcessClient } from "./in-process-client.js";
 
 /** A service the node serves besides DataService, OprcFunction and Health. */
 export interface ServedService {
@@ -55,8 +51,10 @@ export interface ServerPipelineOptions {
 export interface ServerPipeline {
   /** Registers every service on a Connect router. */
   readonly routes: (router: ConnectRouter) => void;
-  /** An in-process transport to the same services (for the REST gateway). */
-  readonly transport: Transport;
+  /** DataService, called in process (REST, Zenoh): the same handlers and interceptors. */
+  readonly data: Client<typeof DataService>;
+  /** OprcFunction, called in process. */
+  readonly functions: Client<typeof OprcFunction>;
   /** The request handler: the fast path first, then connect-node, then `fallback` (REST). */
   handler(fallback: NodeHandlerFn): DualRequestHandler;
 }
@@ -64,9 +62,11 @@ export interface ServerPipeline {
 /** Builds the services once and the three paths over them. */
 export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
   const limits = { readMaxBytes: o.maxMessageBytes, writeMaxBytes: o.maxMessageBytes };
+  const dataImpl = createDataServiceImpl(o.plane, o.api);
+  const functionsImpl = createOprcFunctionImpl(o.plane, o.api);
   const unary: ServedService[] = [
-    { service: DataService, impl: createDataServiceImpl(o.plane, o.api) },
-    { service: OprcFunction, impl: createOprcFunctionImpl(o.plane, o.api) },
+    { service: DataService, impl: dataImpl },
+    { service: OprcFunction, impl: functionsImpl },
   ];
   const interceptors = [...o.interceptors];
   const routes = (router: ConnectRouter): void => {
@@ -81,7 +81,8 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     : undefined;
   return {
     routes,
-    transport: createRouterTransport(routes, { router: { interceptors } }),
+    data: createInProcessClient(DataService, dataImpl, interceptors),
+    functions: createInProcessClient(OprcFunction, functionsImpl, interceptors),
     handler(fallback) {
       const connect = connectNodeAdapter({ routes, interceptors, ...limits, fallback });
       return (req, res) => {

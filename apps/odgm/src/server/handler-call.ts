@@ -1,0 +1,156 @@
+// Runs one call of a `ServiceImpl` method the way connect-node does — the pipeline's
+// interceptors first (the first outermost), then the handler with a handler context — but
+// without connect's per-call async-iterable pipeline. The gRPC unary fast path and the
+// in-process client (REST, Zenoh) both call handlers through here, so an interceptor
+// (metrics, tracing, authentication) sees every call whatever path it came by.
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  isMessage,
+  type Message,
+} from "@bufbuild/protobuf";
+import {
+  createContextValues,
+  type HandlerContext,
+  type Interceptor,
+  type StreamRequest,
+  type StreamResponse,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
+
+/** A handler method as `ServiceImpl` has it. */
+export type HandlerFn = (request: never, context: HandlerContext) => unknown;
+
+/** A method with its descriptors resolved. */
+export type CallMethod = DescMethod & { input: DescMessage; output: DescMessage };
+
+/** What the transport knows about one call. */
+export interface HandlerCallInit {
+  /** Request headers (gRPC metadata). */
+  readonly header: Headers;
+  /** Aborted when the caller goes away or the deadline passes. */
+  readonly signal: AbortSignal;
+  /** The request URL, as connect's handler context has it. */
+  readonly url: string;
+  /** Absolute deadline (ms since the epoch), when the call has one. */
+  readonly deadline: number | undefined;
+  /** `grpc` on the fast path, `in-process` for the in-process client. */
+  readonly protocolName: string;
+}
+
+/** Wraps `handler` in `interceptors`, connect's order: the first interceptor is the outermost. */
+function intercept<Fn>(interceptors: readonly Interceptor[], handler: Fn): Fn {
+  let next = handler;
+  for (let i = interceptors.length - 1; i >= 0; i--) {
+    next = (interceptors[i] as Interceptor)(next as never) as Fn;
+  }
+  return next;
+}
+
+function handlerContext(
+  method: CallMethod,
+  init: HandlerCallInit,
+  r: { url: string; signal: AbortSignal; header: Headers; contextValues: HandlerContext["values"] },
+): HandlerContext {
+  const { deadline } = init;
+  return {
+    method,
+    service: method.parent,
+    requestMethod: "POST",
+    protocolName: init.protocolName,
+    url: r.url,
+    signal: r.signal,
+    timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
+    requestHeader: r.header,
+    responseHeader: new Headers(),
+    responseTrailer: new Headers(),
+    values: r.contextValues,
+  } as unknown as HandlerContext;
+}
+
+function toOutput(method: CallMethod, result: unknown): Message {
+  return isMessage(result, method.output)
+    ? result
+    : create(method.output, result as Parameters<typeof create>[1]);
+}
+
+/** Calls a unary handler through the interceptors. */
+export function callUnaryHandler(
+  method: CallMethod,
+  fn: HandlerFn,
+  message: Message,
+  init: HandlerCallInit,
+  interceptors: readonly Interceptor[],
+): Promise<UnaryResponse> {
+  const request: UnaryRequest = {
+    stream: false,
+    service: method.parent,
+    method: method as UnaryRequest["method"],
+    requestMethod: "POST",
+    url: init.url,
+    signal: init.signal,
+    header: init.header,
+    contextValues: createContextValues(),
+    message,
+  };
+  const handler = async (r: UnaryRequest): Promise<UnaryResponse> => {
+    const context = handlerContext(method, init, r);
+    const result = await fn(r.message as never, context);
+    return {
+      stream: false,
+      service: method.parent,
+      method: r.method,
+      header: context.responseHeader,
+      trailer: context.responseTrailer,
+      message: toOutput(method, result),
+    };
+  };
+  return intercept(interceptors, handler)(request);
+}
+
+/** Calls a server-streaming handler through the interceptors. */
+export function callServerStreamHandler(
+  method: CallMethod,
+  fn: HandlerFn,
+  message: Message,
+  init: HandlerCallInit,
+  interceptors: readonly Interceptor[],
+): Promise<StreamResponse> {
+  const request: StreamRequest = {
+    stream: true,
+    service: method.parent,
+    method: method as StreamRequest["method"],
+    requestMethod: "POST",
+    url: init.url,
+    signal: init.signal,
+    header: init.header,
+    contextValues: createContextValues(),
+    message: single(message),
+  };
+  const handler = async (r: StreamRequest): Promise<StreamResponse> => {
+    const context = handlerContext(method, init, r);
+    // An interceptor may replace the request stream; the handler takes its one message.
+    let input: Message | undefined;
+    for await (const m of r.message) input ??= m as Message;
+    const out = fn((input ?? message) as never, context) as AsyncIterable<unknown>;
+    return {
+      stream: true,
+      service: method.parent,
+      method: r.method,
+      header: context.responseHeader,
+      trailer: context.responseTrailer,
+      message: mapOutput(method, out),
+    };
+  };
+  return intercept(interceptors, handler)(request);
+}
+
+async function* single(message: Message): AsyncIterable<Message> {
+  yield message;
+}
+
+async function* mapOutput(method: CallMethod, out: AsyncIterable<unknown>): AsyncIterable<Message> {
+  for await (const item of out) yield toOutput(method, item);
+}
