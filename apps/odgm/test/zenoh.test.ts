@@ -3,19 +3,9 @@
 // zenoh-ts client. Covers every key kind with numeric and string ids (ids that need
 // percent-encoding included), change events in order, liveliness and capabilities, bad
 // input, and the router killed and restarted while the node runs.
-import { type ChildProcess, spawn } from "node:child_process";
-import { createRequire } from "node:module";
 import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import {
-  Config,
-  Duration,
-  open,
-  type Sample,
-  SampleKind,
-  type Session,
-} from "@eclipse-zenoh/zenoh-ts";
+import { Config, open, type Sample, SampleKind, type Session } from "@eclipse-zenoh/zenoh-ts";
 import {
   BatchSetValuesRequestSchema,
   CapabilitiesResponseSchema,
@@ -34,48 +24,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeKeyChunk } from "../src/zenoh/zenoh-keys.js";
 import { type FunctionServer, startFunctionServer } from "./fixtures/function-server.js";
 import { type OdgmProcess, startOdgmProcess } from "./fixtures/odgm-process.js";
+import { type Answer, type RouterProcess, replies, startRouter } from "./fixtures/zenoh-router.js";
 
-const ROUTER_CLI = fileURLToPath(
-  new URL("../../../tools/zenoh-router/src/cli.ts", import.meta.url),
-);
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-
-interface RouterProcess {
-  readonly child: ChildProcess;
-  readonly port: number;
-  readonly exited: Promise<unknown>;
-}
-
-async function startRouter(port: number): Promise<RouterProcess> {
-  const child = spawn(
-    process.execPath,
-    [
-      "--experimental-transform-types",
-      "--no-warnings",
-      "--import",
-      createRequire(import.meta.url).resolve("@oprc/test-config/ts-hooks"),
-      ROUTER_CLI,
-      "--port",
-      String(port),
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  let out = "";
-  const bound = await new Promise<number>((resolve, reject) => {
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /"port":(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.stderr?.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    void exited.then(() => reject(new Error(`router exited before listening:\n${out}`)));
-  });
-  return { child, port: bound, exited };
-}
 
 let router: RouterProcess;
 let node: OdgmProcess;
@@ -94,23 +46,9 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 
 const zenohIs = (state: "up" | "down") => async () => (await readyz()).body.zenoh === state;
 
-type Answer = { ok: Uint8Array } | { err: { code: string; message: string } };
-
 /** Runs a get and returns its one reply. */
 async function query(key: string, payload?: Uint8Array): Promise<Answer> {
-  const receiver = await session.get(key, {
-    ...(payload === undefined ? {} : { payload }),
-    timeout: Duration.milliseconds.of(20_000),
-  });
-  const answers: Answer[] = [];
-  for await (const reply of receiver ?? []) {
-    const r = reply.result();
-    if ("kind" in r) answers.push({ ok: r.payload().toBytes() });
-    else
-      answers.push({
-        err: JSON.parse(r.payload().toString()) as { code: string; message: string },
-      });
-  }
+  const answers = await replies(session, key, payload);
   expect(answers).toHaveLength(1);
   return answers[0] as Answer;
 }

@@ -534,6 +534,9 @@ export class ClusterNode {
         ce.code === Code.Unavailable ||
         ce.code === Code.DeadlineExceeded ||
         ce.code === Code.Unknown ||
+        // Nothing here cancels a batched proposal: CANCELED is the leader's stream reset as
+        // it died (connect-node: "http/2 stream closed with error code CANCEL").
+        ce.code === Code.Canceled ||
         isConnectionFailure(ce)
       ) {
         // No answer came back: the leader may or may not have applied the operation.
