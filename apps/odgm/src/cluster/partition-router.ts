@@ -3,9 +3,9 @@
 // group's leader as usual). Whatever protocol the call came in on — gRPC, Connect, REST —
 // it reaches the data plane, so this is the one place it is routed.
 
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { DataPlane, DataPlaneCall, PartitionRef, RemoteDataPlane } from "@oprc/grpc-api";
-import { DataPlaneError } from "@oprc/grpc-api";
+import { DataPlaneError, isDataPlaneError } from "@oprc/grpc-api";
 import { isConnectionFailure } from "./connection-failure.js";
 
 /** Header a forwarded call carries (the forwarding node's id); such a call is never forwarded again. */
@@ -33,6 +33,18 @@ function refused(err: unknown): boolean {
 }
 
 /**
+ * The connection broke after the call went out (reset, or the stream cancelled as the peer
+ * died) while this side's caller was still waiting: the remote may have applied it. Connect
+ * reports these as ABORTED — a CAS refusal's code — or CANCELED, which must not reach the
+ * client as such. (The remote's own answers arrive as DataPlaneErrors.)
+ */
+function lostAnswer(err: unknown, call: DataPlaneCall): boolean {
+  if (isDataPlaneError(err) || call.signal.aborted) return false;
+  const ce = ConnectError.from(err);
+  return ce.code === Code.Canceled || isConnectionFailure(ce);
+}
+
+/**
  * Wraps `local` so that object calls for partitions held elsewhere go to a node holding
  * them. `capabilities`, `stats` and invocations stay local.
  */
@@ -49,15 +61,29 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
   };
 
   /** Runs `fn` on the first replica that takes the connection. */
-  const via = async <T>(planes: RemoteDataPlane[], fn: (p: RemoteDataPlane) => Promise<T>) => {
+  const via = async <T>(
+    planes: RemoteDataPlane[],
+    call: DataPlaneCall,
+    fn: (p: RemoteDataPlane) => Promise<T>,
+  ) => {
     o.onForwarded?.();
     let last: unknown;
     for (const p of planes) {
       try {
         return await fn(p);
       } catch (err) {
-        if (!refused(err)) throw err;
-        last = err;
+        if (refused(err)) {
+          last = err;
+          continue;
+        }
+        if (lostAnswer(err, call)) {
+          throw new DataPlaneError(
+            "unavailable",
+            `lost the answer of the node holding this partition (the operation may have been applied): ${ConnectError.from(err).rawMessage}`,
+            { cause: err },
+          );
+        }
+        throw err;
       }
     }
     throw new DataPlaneError(
@@ -74,7 +100,7 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
     fn: (p: RemoteDataPlane) => Promise<T>,
   ) => {
     const planes = targets(ref, call);
-    return planes === undefined ? fn(local) : via(planes, fn);
+    return planes === undefined ? fn(local) : via(planes, call, fn);
   };
   /** A listing streams from the first replica (a refused connection ends it). */
   const list = <T>(

@@ -1,0 +1,110 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  type DataPlane,
+  type DataPlaneCall,
+  DataPlaneError,
+  type EntryWrite,
+  isDataPlaneError,
+  type ObjectRef,
+  type RemoteDataPlane,
+} from "@oprc/grpc-api";
+import { describe, expect, it } from "vitest";
+import { createPartitionRouter } from "./partition-router.js";
+
+// How a call forwarded to another node's replica fails: the remote's own answers pass
+// through; a connection that broke after the call went out is UNAVAILABLE "may have been
+// applied", never the ABORTED (a CAS refusal's code) or CANCELED Connect reports for it; a
+// refused connection tries the next replica.
+
+// The router only passes these on.
+const ref = { cls: "kv", partition: 0, id: { id: "o", kind: "string" } } as unknown as ObjectRef;
+const entry = { key: { key: "k", kind: "string" } } as unknown as EntryWrite;
+const call = (signal = new AbortController().signal): DataPlaneCall => ({
+  signal,
+  headers: new Headers(),
+});
+
+const nodeError = (code: string, message: string) => Object.assign(new Error(message), { code });
+const RESET = new ConnectError(
+  "read ECONNRESET",
+  Code.Aborted,
+  undefined,
+  undefined,
+  nodeError("ECONNRESET", "read ECONNRESET"),
+);
+const STREAM_CANCEL = new ConnectError(
+  "http/2 stream closed with error code CANCEL (0x8)",
+  Code.Canceled,
+);
+const REFUSED = new ConnectError(
+  "connect ECONNREFUSED 127.0.0.1:1",
+  Code.Unavailable,
+  undefined,
+  undefined,
+  nodeError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:1"),
+);
+const CAS = new DataPlaneError("version_mismatch", "expected object version 1, actual 2", {
+  expected: 1n,
+  actual: 2n,
+});
+
+function routerWith(failures: Record<number, unknown>) {
+  const tried: number[] = [];
+  const remote = (id: number): RemoteDataPlane =>
+    ({
+      setEntry: async () => {
+        tried.push(id);
+        if (failures[id] !== undefined) throw failures[id];
+      },
+    }) as unknown as RemoteDataPlane;
+  const router = createPartitionRouter({
+    local: {} as DataPlane,
+    replicasElsewhere: () => [1, 2],
+    remote,
+  });
+  return { router, tried };
+}
+
+async function outcome(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return "ok";
+  } catch (err) {
+    if (isDataPlaneError(err)) return err.code;
+    return `connect:${Code[ConnectError.from(err).code]}`;
+  }
+}
+
+describe("createPartitionRouter", () => {
+  it("answers a reset or cancelled stream as unavailable, and tries no other replica", async () => {
+    for (const broken of [RESET, STREAM_CANCEL]) {
+      const { router, tried } = routerWith({ 1: broken });
+      expect(await outcome(router.setEntry(ref, entry, call()))).toBe("unavailable");
+      expect(tried).toEqual([1]);
+    }
+    const { router } = routerWith({ 1: RESET });
+    await router.setEntry(ref, entry, call()).catch((err: unknown) => {
+      expect(String((err as Error).message)).toMatch(/may have been applied/);
+    });
+  });
+
+  it("passes the remote's own answers through (a CAS refusal stays a CAS refusal)", async () => {
+    const { router } = routerWith({ 1: CAS });
+    expect(await outcome(router.setEntry(ref, entry, call()))).toBe("version_mismatch");
+  });
+
+  it("keeps CANCELED when this side's caller went away", async () => {
+    const ac = new AbortController();
+    ac.abort();
+    const { router } = routerWith({ 1: STREAM_CANCEL });
+    expect(await outcome(router.setEntry(ref, entry, call(ac.signal)))).toBe("connect:Canceled");
+  });
+
+  it("tries the next replica when a connection is refused, and is unavailable when all are", async () => {
+    const one = routerWith({ 1: REFUSED });
+    expect(await outcome(one.router.setEntry(ref, entry, call()))).toBe("ok");
+    expect(one.tried).toEqual([1, 2]);
+    const both = routerWith({ 1: REFUSED, 2: REFUSED });
+    expect(await outcome(both.router.setEntry(ref, entry, call()))).toBe("unavailable");
+  });
+});
