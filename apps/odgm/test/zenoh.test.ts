@@ -289,7 +289,7 @@ describe("invocations", () => {
         entriesStr: { seed: { data: enc.encode("0") } },
         event: {
           dataTriggerStr: { k: { onCreate: [target] } },
-          funcTrigger: { echo: { onComplete: [target] } },
+          funcTrigger: { echo: { onComplete: [target] }, fail: { onError: [target] } },
         },
       }),
     );
@@ -299,6 +299,9 @@ describe("invocations", () => {
     // A function-complete trigger fires for an invocation that came in over Zenoh too.
     await ok(`${o}/invokes/echo`, objReq("done"));
     await until(async () => received.length >= 2);
+    // And a function-error trigger (`fail` answers APP_ERROR, a normal reply).
+    await ok(`${o}/invokes/fail`, objReq("boom"));
+    await until(async () => received.length >= 3);
     const payloads = received.map((s) => {
       const req = fromBinary(ObjectInvocationRequestSchema, s.payload().toBytes());
       expect(req.fnId).toBe("zfn");
@@ -308,9 +311,11 @@ describe("invocations", () => {
     expect(payloads.map((e) => e?.eventType)).toEqual([
       EventType.DATA_CREATE,
       EventType.FUNC_COMPLETE,
+      EventType.FUNC_ERROR,
     ]);
     expect(payloads[0]?.keyStr).toBe("k");
     expect(payloads[1]?.fnId).toBe("echo");
+    expect(payloads[2]?.fnId).toBe("fail");
     await sub.undeclare();
   });
 
