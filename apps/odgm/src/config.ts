@@ -39,6 +39,13 @@ export interface OdgmConfig {
     readonly stringKeys: boolean;
     /** `ODGM_STRING_IDS_WRITE_ONLY` (default false): accept string ids but hide them from listings. */
     readonly stringIdsWriteOnly: boolean;
+    /**
+     * `ODGM_STRING_ID_WRITES` (default true): false refuses writes to string-id objects with
+     * FAILED_PRECONDITION while reads stay on (seed 000 phase 1).
+     */
+    readonly stringIdWrites: boolean;
+    /** `ODGM_NUMERIC_ID_CREATES` (default `allow`): seed 000 phases 4 (`warn`) and 5 (`refuse`). */
+    readonly numericIdCreates: NumericIdCreates;
     /** `ODGM_ENABLE_GRANULAR_STORAGE` (default true): false writes numeric-id objects as legacy blobs. */
     readonly granularStorage: boolean;
     /** `ODGM_MAX_STRING_ID_LEN` (default 160 bytes), for ids and entry keys. */
@@ -125,6 +132,14 @@ export interface ClusterConfig {
 
 /** How reads of a raft shard are confirmed. */
 export type ReadConsistency = "linearizable" | "lease" | "follower";
+
+/**
+ * What a write that would create an object addressed by a numeric `object_id` does:
+ * `allow` it; `warn` (allow, count in `odgm_numeric_id_creates_total`, log at most once a
+ * minute, and send an `odgm-warning` response header); `refuse` it with FAILED_PRECONDITION
+ * (existing numeric objects stay readable and writable).
+ */
+export type NumericIdCreates = "allow" | "warn" | "refuse";
 
 /** A configuration problem naming `variable`: an {@link OdgmError} with code `invalid_config`. */
 function configError(variable: string, message: string): OdgmError {
@@ -287,6 +302,15 @@ function parseCollections(raw: string | undefined): CreateCollectionRequest[] {
   });
 }
 
+function numericIdCreates(raw: string | undefined): NumericIdCreates {
+  const v = (raw?.trim() || "allow").toLowerCase();
+  if (v === "allow" || v === "warn" || v === "refuse") return v;
+  throw configError(
+    "ODGM_NUMERIC_ID_CREATES",
+    `expected allow, warn or refuse, got ${JSON.stringify(v)}`,
+  );
+}
+
 /**
  * Reads the service configuration from `ODGM_*` variables, with the defaults of the
  * specification. Throws an {@link OdgmError} (`invalid_config`) naming the variable on any invalid value.
@@ -340,6 +364,8 @@ export function loadConfig(env: Env): OdgmConfig {
       stringIds: bool(env, "ODGM_ENABLE_STRING_IDS", true),
       stringKeys: bool(env, "ODGM_ENABLE_STRING_KEYS", true, "ODGM_ENABLE_STRING_ENTRY_KEYS"),
       stringIdsWriteOnly: bool(env, "ODGM_STRING_IDS_WRITE_ONLY", false),
+      stringIdWrites: bool(env, "ODGM_STRING_ID_WRITES", true),
+      numericIdCreates: numericIdCreates(env.ODGM_NUMERIC_ID_CREATES),
       granularStorage: bool(env, "ODGM_ENABLE_GRANULAR_STORAGE", true),
       maxStringIdLen: int(env, "ODGM_MAX_STRING_ID_LEN", 160, 1, 4096),
       unicodeIds: bool(env, "ODGM_STRING_ID_UNICODE", false),

@@ -29,10 +29,10 @@ import {
   type StoredObject,
   type ValData,
 } from "@oprc/grpc-api";
-import type { EntryKey } from "@oprc/oprc-id";
+import { type EntryKey, isCanonicalU64 } from "@oprc/oprc-id";
 import { replicasOf } from "./cluster/placement.js";
 import type { CollectionRegistry } from "./collections/collection-registry.js";
-import type { ReadConsistency } from "./config.js";
+import type { NumericIdCreates, ReadConsistency } from "./config.js";
 import type { FunctionClientPool } from "./invoke/function-client-pool.js";
 import type { OdgmMetrics } from "./observability/metrics.js";
 import type { Shard, ShardManager } from "./shards/shard-manager.js";
@@ -59,6 +59,12 @@ export interface LocalDataPlaneOptions {
   readonly eventPipeline: boolean;
   /** Hide string-id objects from listings (`ODGM_STRING_IDS_WRITE_ONLY`). */
   readonly stringIdsWriteOnly: boolean;
+  /** Writes to string-id objects (`ODGM_STRING_ID_WRITES`). Default true. */
+  readonly stringIdWrites?: boolean;
+  /** Creating objects by numeric `object_id` (`ODGM_NUMERIC_ID_CREATES`). Default `allow`. */
+  readonly numericIdCreates?: NumericIdCreates;
+  /** Told of every numeric-id create while `numericIdCreates` is `warn` (to log it). */
+  readonly onNumericCreate?: (ref: ObjectRef) => void;
   /** Bound on one function invocation (`ODGM_INVOKE_TIMEOUT_MS`). */
   readonly invokeTimeoutMs: number;
   /** Default read consistency of raft shards (`ODGM_READ_CONSISTENCY`). Default linearizable. */
@@ -142,7 +148,31 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
    * Applies one operation to the object's shard — its entry store, or through its Raft
    * group — and counts its entry writes (events leave from the shard, in commit order).
    */
-  const mutate = async (ref: ObjectRef, op: OpBody): Promise<MutationResult> => {
+  const mutate = async (
+    ref: ObjectRef,
+    op: OpBody,
+    call?: DataPlaneCall,
+  ): Promise<MutationResult> => {
+    const creates = op.kind !== "delete_object" && op.kind !== "delete_entry";
+    if (
+      ref.id.kind === "string" &&
+      options.stringIdWrites === false &&
+      !isCanonicalU64(ref.id.id)
+    ) {
+      throw new DataPlaneError(
+        "failed_precondition",
+        "writes to string object ids are off on this node (ODGM_STRING_ID_WRITES=false); reads of them are on",
+      );
+    }
+    const numericPolicy =
+      ref.id.kind === "numeric" && creates ? options.numericIdCreates : undefined;
+    if (numericPolicy === "refuse" && !(await read(ref, call, (s) => objectExists(s, ref.id.id)))) {
+      metrics.numericIdCreates.inc({ collection: ref.cls, outcome: "refused" });
+      throw new DataPlaneError(
+        "failed_precondition",
+        `creating objects by numeric object_id is off on this node (ODGM_NUMERIC_ID_CREATES=refuse): use object_id_str; existing numeric objects stay readable and writable`,
+      );
+    }
     const shard = shardOf(ref);
     const full = { ...op, objectId: ref.id.id, timestampMs: Date.now() } as StoreOp;
     let result: MutationResult;
@@ -163,6 +193,13 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     }
     if (writes > 0) metrics.entryWrites.inc({ collection: ref.cls }, writes);
     if (deletes > 0) metrics.entryDeletes.inc({ collection: ref.cls }, deletes);
+    if (numericPolicy === "warn" && result.exists && !result.existedBefore) {
+      metrics.numericIdCreates.inc({ collection: ref.cls, outcome: "created" });
+      call?.warn?.(
+        "creating objects by numeric object_id is deprecated on this node (ODGM_NUMERIC_ID_CREATES=warn): use object_id_str",
+      );
+      options.onNumericCreate?.(ref);
+    }
     return result;
   };
 
@@ -192,6 +229,13 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
       entries.push({ key: keyOf(k, false), value: entryValueOf(v), version: obj.version });
     }
     return { version: obj.version, entries, event: obj.event };
+  };
+
+  /** A live object: metadata not tombstoned, or a legacy blob. */
+  const objectExists = async (shard: Shard, id: string): Promise<boolean> => {
+    const meta = await shard.store.getMetadata(id);
+    if (meta !== undefined) return !meta.deleted;
+    return (await shard.store.getObject(id)) !== undefined;
   };
 
   const entryMap = (entries: readonly EntryWrite[]): Map<string, EntryValue> =>
@@ -255,24 +299,24 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
 
     getObject: (ref, call) => read(ref, call, (shard) => toObject(shard, ref.id.id)),
 
-    async deleteObject(ref) {
-      await mutate(ref, { kind: "delete_object" });
+    async deleteObject(ref, call) {
+      await mutate(ref, { kind: "delete_object" }, call);
     },
 
-    async setObject(ref, write) {
-      await mutate(ref, {
-        kind: "set_object",
-        entries: entryMap(write.entries),
-        ...eventBytes(write.event),
-      });
+    async setObject(ref, write, call) {
+      await mutate(
+        ref,
+        { kind: "set_object", entries: entryMap(write.entries), ...eventBytes(write.event) },
+        call,
+      );
     },
 
     async mergeObject(ref, write, call) {
-      await mutate(ref, {
-        kind: "merge_object",
-        entries: entryMap(write.entries),
-        ...eventBytes(write.event),
-      });
+      await mutate(
+        ref,
+        { kind: "merge_object", entries: entryMap(write.entries), ...eventBytes(write.event) },
+        call,
+      );
       const merged = await read(ref, call, (shard) => toObject(shard, ref.id.id));
       if (merged === undefined)
         throw new DataPlaneError("not_found", "object vanished after merge");
@@ -290,22 +334,28 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
       };
     },
 
-    async setEntry(ref, entry) {
-      await mutate(ref, { kind: "set_entry", key: entry.key.key, value: entry.value });
+    async setEntry(ref, entry, call) {
+      await mutate(ref, { kind: "set_entry", key: entry.key.key, value: entry.value }, call);
     },
 
-    async deleteEntry(ref, key) {
-      await mutate(ref, { kind: "delete_entry", key: key.key });
+    async deleteEntry(ref, key, call) {
+      await mutate(ref, { kind: "delete_entry", key: key.key }, call);
     },
 
-    async batchEntries(ref, batch) {
+    async batchEntries(ref, batch, call) {
       metrics.batchSetSize.observe({ collection: ref.cls }, batch.set.length + batch.delete.length);
-      await mutate(ref, {
-        kind: "batch",
-        sets: entryMap(batch.set),
-        deletes: batch.delete.map((k) => k.key),
-        ...(batch.expectedVersion === undefined ? {} : { expectedVersion: batch.expectedVersion }),
-      });
+      await mutate(
+        ref,
+        {
+          kind: "batch",
+          sets: entryMap(batch.set),
+          deletes: batch.delete.map((k) => k.key),
+          ...(batch.expectedVersion === undefined
+            ? {}
+            : { expectedVersion: batch.expectedVersion }),
+        },
+        call,
+      );
     },
 
     async *listEntries(ref, query, call): AsyncIterable<ListedEntry> {

@@ -12,6 +12,7 @@ import {
   createHealthService,
   isDataPlaneError,
   MaintenanceService,
+  type ObjectRef,
   quoteInput,
   RaftService,
 } from "@oprc/grpc-api";
@@ -249,6 +250,9 @@ export async function startOdgm(
       granular: config.features.granularStorage,
       eventPipeline: config.events.pipelineEnabled,
       stringIdsWriteOnly: config.features.stringIdsWriteOnly,
+      stringIdWrites: config.features.stringIdWrites,
+      numericIdCreates: config.features.numericIdCreates,
+      onNumericCreate: rateLimitedNumericCreateLog(logger),
       invokeTimeoutMs: config.limits.invokeTimeoutMs,
       readConsistency: config.cluster.readConsistency,
       addressOf: (id) => clusterNode.addresses.get(id),
@@ -465,4 +469,26 @@ export async function startOdgm(
     await engine.close().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * Logs numeric-id creates (`ODGM_NUMERIC_ID_CREATES=warn`) at most once a minute, with how
+ * many went unlogged since the last line; the metric counts every one.
+ */
+function rateLimitedNumericCreateLog(logger: Logger): (ref: ObjectRef) => void {
+  let last = 0;
+  let unlogged = 0;
+  return (ref) => {
+    const now = Date.now();
+    if (now - last < 60_000) {
+      unlogged++;
+      return;
+    }
+    logger.warn(
+      { collection: ref.cls, partition: ref.partition, objectId: ref.id.id, unlogged },
+      "object created by numeric object_id (deprecated: ODGM_NUMERIC_ID_CREATES=warn); clients should use object_id_str",
+    );
+    last = now;
+    unlogged = 0;
+  };
 }

@@ -9,6 +9,7 @@
  * | `version_mismatch` (CAS) | ABORTED |
  * | `too_large` | RESOURCE_EXHAUSTED |
  * | `unimplemented` | UNIMPLEMENTED |
+ * | `failed_precondition` (refused by the node's configuration, e.g. a rollout phase) | FAILED_PRECONDITION |
  * | `unavailable` (not ready), `not_leader` | UNAVAILABLE |
  * | `internal` | INTERNAL (message not sent to the client) |
  */
@@ -19,6 +20,7 @@ export type DataPlaneErrorCode =
   | "version_mismatch"
   | "too_large"
   | "unimplemented"
+  | "failed_precondition"
   | "unavailable"
   | "not_leader"
   | "internal";
@@ -30,6 +32,7 @@ const CODES: ReadonlySet<string> = new Set<DataPlaneErrorCode>([
   "version_mismatch",
   "too_large",
   "unimplemented",
+  "failed_precondition",
   "unavailable",
   "not_leader",
   "internal",

@@ -131,6 +131,11 @@ export interface DataPlaneCall {
   readonly signal: AbortSignal;
   /** Request headers (gRPC metadata), for tracing and forwarding. */
   readonly headers: Headers;
+  /**
+   * Adds a warning for the client, sent as an `odgm-warning` response header (e.g. a
+   * deprecated way of writing). Absent where the transport cannot carry one.
+   */
+  readonly warn?: ((message: string) => void) | undefined;
 }
 
 /** A stateless function invocation (InvokeFn). */

@@ -1,7 +1,7 @@
 import type { ConnectError, HandlerContext } from "@connectrpc/connect";
 import type { DataPlaneCall } from "./data-plane.js";
 import type { ResolvedGrpcApiOptions } from "./grpc-api-options.js";
-import { toConnectError } from "./to-connect-error.js";
+import { toConnectError, WARNING_HEADER } from "./to-connect-error.js";
 
 /** Maps a thrown value to the client-facing error, logging INTERNAL causes. */
 export type ErrorMapper = (err: unknown, ctx: HandlerContext) => ConnectError;
@@ -23,5 +23,9 @@ export function createErrorMapper(options: ResolvedGrpcApiOptions): ErrorMapper 
 
 /** The plane's view of a handler context. */
 export function planeCall(ctx: HandlerContext): DataPlaneCall {
-  return { signal: ctx.signal, headers: ctx.requestHeader };
+  return {
+    signal: ctx.signal,
+    headers: ctx.requestHeader,
+    warn: (message) => ctx.responseHeader.append(WARNING_HEADER, message),
+  };
 }

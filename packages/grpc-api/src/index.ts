@@ -51,4 +51,5 @@ export {
   EXPECTED_VERSION_HEADER,
   LEADER_HINT_HEADER,
   toConnectError,
+  WARNING_HEADER,
 } from "./to-connect-error.js";

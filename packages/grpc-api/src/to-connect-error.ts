@@ -8,6 +8,8 @@ export const EXPECTED_VERSION_HEADER = "odgm-expected-version";
 export const ACTUAL_VERSION_HEADER = "odgm-actual-version";
 /** Response metadata carrying the leader hint of a `not_leader` error. */
 export const LEADER_HINT_HEADER = "odgm-leader-hint";
+/** Response header carrying a warning for the client (see `DataPlaneCall.warn`). */
+export const WARNING_HEADER = "odgm-warning";
 
 /** Options of {@link toConnectError}. */
 export interface ToConnectErrorOptions {
@@ -25,6 +27,7 @@ const STATUS: Readonly<Record<DataPlaneErrorCode, Code>> = {
   version_mismatch: Code.Aborted,
   too_large: Code.ResourceExhausted,
   unimplemented: Code.Unimplemented,
+  failed_precondition: Code.FailedPrecondition,
   unavailable: Code.Unavailable,
   not_leader: Code.Unavailable,
   internal: Code.Internal,

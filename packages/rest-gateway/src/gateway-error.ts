@@ -7,6 +7,7 @@ import { isIdError } from "@oprc/oprc-id";
  */
 export type GatewayErrorCode =
   | "bad_request"
+  | "failed_precondition"
   | "unauthenticated"
   | "permission_denied"
   | "not_found"
@@ -26,6 +27,8 @@ export type GatewayErrorCode =
 /** HTTP status of every {@link GatewayErrorCode}. */
 export const GATEWAY_ERROR_STATUS: Readonly<Record<GatewayErrorCode, number>> = {
   bad_request: 400,
+  // Google's HTTP mapping of FAILED_PRECONDITION (412 is for If-* headers).
+  failed_precondition: 400,
   unauthenticated: 401,
   permission_denied: 403,
   not_found: 404,
@@ -53,6 +56,7 @@ export interface GatewayErrorOptions {
 const CONNECT_TO_GATEWAY: ReadonlyMap<Code, GatewayErrorCode> = new Map<Code, GatewayErrorCode>([
   [Code.InvalidArgument, "bad_request"],
   [Code.OutOfRange, "bad_request"],
+  [Code.FailedPrecondition, "failed_precondition"],
   [Code.NotFound, "not_found"],
   [Code.Aborted, "conflict"],
   [Code.AlreadyExists, "conflict"],
@@ -71,6 +75,7 @@ const CONNECT_TO_GATEWAY: ReadonlyMap<Code, GatewayErrorCode> = new Map<Code, Ga
  */
 const FORWARD_MESSAGE: ReadonlySet<GatewayErrorCode> = new Set<GatewayErrorCode>([
   "bad_request",
+  "failed_precondition",
   "not_found",
   "conflict",
   "payload_too_large",

@@ -13,6 +13,7 @@ export interface OdgmMetrics {
   readonly objectsPendingConversion: Gauge<"collection">;
   readonly stringIdNormalizeErrors: Counter;
   readonly stringIdLength: Histogram;
+  readonly numericIdCreates: Counter;
   readonly rpcRequests: Counter<"method" | "code">;
   readonly rpcDurationMs: Histogram<"method">;
   readonly eventsEmitted: Counter<"collection" | "action">;
@@ -114,6 +115,11 @@ export function createOdgmMetrics(): OdgmMetrics {
       "Byte length of string object ids in requests.",
       [],
       [4, 8, 16, 32, 64, 128, 160, 256],
+    ),
+    numericIdCreates: c(
+      "odgm_numeric_id_creates_total",
+      "Writes that created (outcome=created) or would have created (outcome=refused) an object addressed by a numeric object_id, counted while ODGM_NUMERIC_ID_CREATES is warn or refuse.",
+      ["collection", "outcome"],
     ),
     rpcRequests: c("odgm_rpc_requests_total", "RPCs handled, by method and status code.", [
       "method",

@@ -1,6 +1,6 @@
 import type { CallOptions, Client } from "@connectrpc/connect";
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
-import type { DataService, OprcFunction } from "@oprc/grpc-api";
+import { type DataService, type OprcFunction, WARNING_HEADER } from "@oprc/grpc-api";
 import type { EntryKey, NormalizeOptions, ObjectIdentity, TidClock } from "@oprc/oprc-id";
 import type { Context } from "hono";
 import { ROUTES } from "../openapi-routes.js";
@@ -77,7 +77,14 @@ export function createRouteContext(
       app.on(config.method.toUpperCase(), config.path.replace(/\{([^}]+)\}/g, ":$1"), handler);
     },
     call(c) {
-      const o: CallOptions = { signal: c.req.raw.signal };
+      const o: CallOptions = {
+        signal: c.req.raw.signal,
+        // A warning of the node (e.g. a deprecated way of writing) reaches the HTTP client.
+        onHeader: (h) => {
+          const warning = h.get(WARNING_HEADER);
+          if (warning !== null) c.header(WARNING_HEADER, warning);
+        },
+      };
       if (timeoutMs > 0) o.timeoutMs = timeoutMs;
       return o;
     },
