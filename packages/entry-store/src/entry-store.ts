@@ -1,13 +1,22 @@
 // The entry store of one shard: the facade over the write path (pure planner + ordered
 // applier with pipelined group commit) and the read side. See the package README.
+
 import { toBinary } from "@bufbuild/protobuf";
 import { afterObject, isKeyError, objectsRange } from "@oprc/granular-key";
 import {
+  type ChangeRecord,
   type ObjData,
   type ObjectEvent,
   ObjectEventSchema,
   type ValData,
 } from "@oprc/grpc-api/messages";
+import {
+  type ChangeRetention,
+  compactChanges,
+  oldestChange,
+  readChangeHead,
+  readChanges,
+} from "./change-log.js";
 import { checkId, decodeStoredKey } from "./entry-keys.js";
 import type { KvEngine, KvShard } from "./kv.js";
 import type { OpValue } from "./mutation-op.js";
@@ -77,6 +86,27 @@ export interface EntryStoreOptions {
    * pipeline hangs here, so events of one object follow its versions. Default none.
    */
   onApplied?: (id: string, result: MutationResult) => void;
+  /**
+   * Keep a durable change log (see {@link EntryStore.changes}): one record per mutation that
+   * writes, in the same atomic write. `values` records new entry values too. Default: off.
+   */
+  changeLog?: { values?: boolean };
+}
+
+/** The durable change log of a shard (see `change-log.ts`). */
+export interface ChangeLog {
+  /** The last durable revision (0 before the first change). */
+  head(): bigint;
+  /** Whether records carry new values. */
+  readonly values: boolean;
+  /** Up to `limit` records from revision `from` on. */
+  read(from: bigint, limit: number): Promise<ChangeRecord[]>;
+  /** The oldest revision still kept, or `undefined` when none is. */
+  oldest(): Promise<bigint | undefined>;
+  /** Removes records outside `retention`; returns how many. */
+  compact(retention: ChangeRetention, now?: number): Promise<number>;
+  /** Calls `listener` with the new head after every durable write that logged changes. */
+  subscribe(listener: (head: bigint) => void): () => void;
 }
 
 /**
@@ -136,6 +166,8 @@ export interface EntryStore {
   ): Promise<void>;
   /** Live-object counter and fallback-read count. */
   stats(): StoreStats;
+  /** The change log, when {@link EntryStoreOptions.changeLog} turned it on. */
+  readonly changes: ChangeLog | undefined;
   /** Sets one entry (creating or reviving the object). */
   setEntry(
     id: string,
@@ -194,7 +226,13 @@ export async function createEntryStore(options: EntryStoreOptions): Promise<Entr
   try {
     const sync = options.sync !== false;
     const liveObjects = (await readLiveCounter(shard)) ?? (await countLiveObjects(shard, sync));
-    return new EntryStoreImpl(shard, options, liveObjects, await readAppliedIndex(shard));
+    return new EntryStoreImpl(
+      shard,
+      options,
+      liveObjects,
+      await readAppliedIndex(shard),
+      await readChangeHead(shard),
+    );
   } catch (err) {
     claimed.delete(shard);
     throw StoreError.from(err);
@@ -289,12 +327,14 @@ class EntryStoreImpl implements EntryStore {
   private readonly sync: boolean;
   private applied: number;
   private closed = false;
+  readonly changes: ChangeLog | undefined;
 
   constructor(
     private readonly kv: KvShard,
     options: EntryStoreOptions,
     liveObjects: bigint,
     applied: number,
+    changeHead: bigint,
   ) {
     this.applied = applied;
     this.sync = options.sync !== false;
@@ -318,7 +358,34 @@ class EntryStoreImpl implements EntryStore {
       pageSize: prefetchLimit,
       liveObjects,
       onApplied: options.onApplied,
+      changeLog:
+        options.changeLog === undefined
+          ? undefined
+          : {
+              head: changeHead,
+              values: options.changeLog.values === true,
+              onDurable: (head) => {
+                for (const l of listeners) l(head);
+              },
+            },
     });
+    const listeners = new Set<(head: bigint) => void>();
+    const applier = this.applier;
+    this.changes =
+      options.changeLog === undefined
+        ? undefined
+        : {
+            head: () => applier.changeHead,
+            values: options.changeLog.values === true,
+            read: (from, limit) => this.read(undefined, () => readChanges(kv, from, limit)),
+            oldest: () => this.read(undefined, () => oldestChange(kv)),
+            compact: (retention, now = Date.now()) =>
+              this.read(undefined, () => compactChanges(kv, applier.changeHead, retention, now)),
+            subscribe(listener) {
+              listeners.add(listener);
+              return () => listeners.delete(listener);
+            },
+          };
   }
 
   private checkOpen(): void {
@@ -426,7 +493,7 @@ class EntryStoreImpl implements EntryStore {
     } catch (err) {
       throw storeError(err);
     }
-    this.applier.reset((await readLiveCounter(this.kv)) ?? 0n);
+    this.applier.reset((await readLiveCounter(this.kv)) ?? 0n, await readChangeHead(this.kv));
     this.applied = await readAppliedIndex(this.kv);
   }
 

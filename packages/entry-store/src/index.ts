@@ -4,7 +4,8 @@
 // the "@oprc/entry-store/rocksdb" subpath, which loads the native binding only when used).
 // For engine authors: the KvEngine / KvShard port types.
 
-export type { EntryStore, EntryStoreOptions } from "./entry-store.js";
+export type { ChangeRetention } from "./change-log.js";
+export type { ChangeLog, EntryStore, EntryStoreOptions } from "./entry-store.js";
 export { createEntryStore } from "./entry-store.js";
 export type {
   Keyspace,

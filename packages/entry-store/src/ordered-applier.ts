@@ -10,6 +10,7 @@ import {
   type KeyRange,
 } from "@oprc/granular-key";
 import type { ObjData, ObjectMetaRecord } from "@oprc/grpc-api/messages";
+import { changeLogWrites } from "./change-log.js";
 import { loadAutomerge, mergeCrdtSync } from "./crdt-merge.js";
 import { decodeEntryKey, keyInfo } from "./entry-keys.js";
 import { KeyedLock } from "./keyed-lock.js";
@@ -64,6 +65,26 @@ export interface OrderedApplierOptions {
    * writes reached storage), before its caller is answered.
    */
   readonly onApplied?: ((id: string, result: MutationResult) => void) | undefined;
+  /** Record every mutation that writes in the change log, in the same write. Default: no log. */
+  readonly changeLog?:
+    | {
+        /** The log's head revision at open. */
+        readonly head: bigint;
+        /** Record new values too. */
+        readonly values: boolean;
+        /** Told of the new head once a write carrying changes is durable. */
+        readonly onDurable?: (head: bigint) => void;
+      }
+    | undefined;
+}
+
+/** A planned mutation in a commit. */
+interface Committed {
+  readonly id: string;
+  readonly entry: CachedObject;
+  readonly plan: MutationPlan;
+  /** The operation's timestamp (ms), for its change record. */
+  readonly timestampMs: number;
 }
 
 /** A mutation once applied. */
@@ -94,6 +115,9 @@ export class OrderedApplier {
   private durableLive: bigint;
   /** A write carrying a counter change failed: the next write persists the counter. */
   private counterDirty = false;
+  /** Last change-log revision assigned to a submitted write / to a durable one. */
+  private plannedRevision: bigint;
+  private durableRevision: bigint;
   private inflight = 0;
   private idle: (() => void) | undefined;
 
@@ -101,6 +125,13 @@ export class OrderedApplier {
     this.cache = new ObjectStateCache(options.cacheSize);
     this.plannedLive = options.liveObjects;
     this.durableLive = options.liveObjects;
+    this.plannedRevision = options.changeLog?.head ?? 0n;
+    this.durableRevision = this.plannedRevision;
+  }
+
+  /** The change log's last durable revision (0 without a change log). */
+  get changeHead(): bigint {
+    return this.durableRevision;
   }
 
   /** Live objects of the shard, counting durable mutations only. */
@@ -133,10 +164,12 @@ export class OrderedApplier {
   }
 
   /** Forgets every planned state and restarts the live counter at `liveObjects` (after storage was replaced). */
-  reset(liveObjects: bigint): void {
+  reset(liveObjects: bigint, changeHead = 0n): void {
     this.invalidate();
     this.plannedLive = liveObjects;
     this.durableLive = liveObjects;
+    this.plannedRevision = changeHead;
+    this.durableRevision = changeHead;
     this.counterDirty = false;
   }
 
@@ -176,10 +209,12 @@ export class OrderedApplier {
         };
       }
       return {
-        outcome: this.commit([{ id, entry, plan }], [], sync).then(() => ({
-          result: plan.result,
-          plan,
-        })),
+        outcome: this.commit([{ id, entry, plan, timestampMs: op.timestampMs }], [], sync).then(
+          () => ({
+            result: plan.result,
+            plan,
+          }),
+        ),
       };
     } finally {
       entry.users--;
@@ -200,7 +235,7 @@ export class OrderedApplier {
   ): Promise<(Applied | StoreError | undefined)[]> {
     const epoch = this.epoch;
     const out: (Applied | StoreError | undefined)[] = [];
-    const items: { id: string; entry: CachedObject; plan: MutationPlan }[] = [];
+    const items: Committed[] = [];
     // One write for the whole batch; its planned changes are visible to the batch's later
     // operations at once, and become durable when the write lands.
     let land!: { resolve: () => void; reject: (e: unknown) => void };
@@ -230,7 +265,7 @@ export class OrderedApplier {
           }
           // Later operations of this batch plan on top of this one.
           if (plan.writes.length > 0) this.record(entry, plan, write);
-          return { id: op.objectId, entry, plan };
+          return { id: op.objectId, entry, plan, timestampMs: op.timestampMs };
         } finally {
           entry.users--;
         }
@@ -426,7 +461,7 @@ export class OrderedApplier {
    * states and pending changes are in their cache entries).
    */
   private commit(
-    items: readonly { id: string; entry: CachedObject; plan: MutationPlan }[],
+    items: readonly Committed[],
     extra: readonly KvWriteOp[],
     sync: boolean,
     recorded?: PendingWrite,
@@ -446,6 +481,13 @@ export class OrderedApplier {
         value: encodeCounters(liveAfter),
       });
     }
+    const log = this.options.changeLog;
+    const logged =
+      log === undefined ? undefined : changeLogWrites(items, this.plannedRevision, log.values);
+    if (logged !== undefined) {
+      for (const w of logged.writes) writes.push(w);
+      this.plannedRevision = logged.head;
+    }
     for (const w of extra) writes.push(w);
     this.plannedLive = liveAfter;
     const epoch = this.epoch;
@@ -464,12 +506,17 @@ export class OrderedApplier {
         if (withCounter) this.counterDirty = false;
         this.settle();
         for (const { id, plan } of items) this.options.onApplied?.(id, plan.result);
+        if (logged !== undefined && logged.head > this.durableRevision) {
+          this.durableRevision = logged.head;
+          log?.onDurable?.(logged.head);
+        }
       },
       (err: unknown): never => {
         if (epoch === this.epoch) {
           // Every state planned from here on may include this write: start over from storage.
           this.invalidate();
           this.plannedLive = this.durableLive;
+          this.plannedRevision = this.durableRevision;
           this.counterDirty = true;
         }
         this.settle();

@@ -8,3 +8,4 @@ export * from "./gen/oprc-data_pb.js";
 export * from "./gen/oprc-invoke_pb.js";
 export * from "./gen/oprc-raft_pb.js";
 export * from "./gen/oprc-storage_pb.js";
+export * from "./gen/oprc-watch_pb.js";

@@ -1,0 +1,198 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { ChangeAction, ChangeRecordSchema, ValDataSchema } from "@oprc/grpc-api/messages";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { changeKey, decodeChangeRecord } from "./change-log.js";
+import { createEntryStore, type EntryStore } from "./entry-store.js";
+import type { KvEngine } from "./kv.js";
+import { createMemoryEngine } from "./memory-engine.js";
+import type { StoreOp } from "./mutation-planner.js";
+import { openRocksEngine } from "./rocksdb-engine.js";
+
+const v = (s: string) => create(ValDataSchema, { data: new TextEncoder().encode(s) });
+const dirs: string[] = [];
+const engines: KvEngine[] = [];
+afterEach(async () => {
+  for (const e of engines.splice(0)) await e.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function rocks(dir = mkdtempSync(join(tmpdir(), "change-log-"))): Promise<KvEngine> {
+  if (!dirs.includes(dir)) dirs.push(dir);
+  const e = await openRocksEngine({ location: dir });
+  engines.push(e);
+  return e;
+}
+
+async function storeOn(engine: KvEngine, values = false): Promise<EntryStore> {
+  return createEntryStore({ engine, shard: "c/0", changeLog: { values }, now: () => 1_000 });
+}
+
+describe("the change log (RocksDB)", () => {
+  it("records every mutation that writes, numbered from 1, and nothing for no-ops", async () => {
+    const store = await storeOn(await rocks());
+    const log = store.changes;
+    if (log === undefined) throw new Error("no change log");
+    await store.setEntry("42", "a", v("1"));
+    await store.setEntry("user-1", "name", v("x"));
+    await store.deleteEntry("user-1", "missing"); // changes nothing
+    await store.batch("42", {
+      set: [
+        ["a", v("2")],
+        ["7", v("n")],
+      ],
+      delete: [],
+    });
+    await store.deleteObject("user-1");
+    expect(log.head()).toBe(4n);
+    const records = await log.read(1n, 100);
+    expect(
+      records.map((r) => [
+        r.revision,
+        r.objectIdStr,
+        r.objectId,
+        r.versionBefore,
+        r.versionAfter,
+        r.exists,
+        r.changes.map((c) => `${c.key}:${ChangeAction[c.action]}:${c.numeric}`),
+      ]),
+    ).toEqual([
+      [1n, "42", 42n, 0n, 1n, true, ["a:CREATE:false"]],
+      [2n, "user-1", undefined, 0n, 1n, true, ["name:CREATE:false"]],
+      [3n, "42", 42n, 1n, 2n, true, ["7:CREATE:true", "a:UPDATE:false"]],
+      [4n, "user-1", undefined, 1n, 2n, false, ["name:DELETE:false"]],
+    ]);
+    expect(records[0]?.timestampMs).toBe(1_000n);
+    expect(records[0]?.changes[0]?.value).toBeUndefined();
+    expect((await log.read(3n, 1)).map((r) => r.revision)).toEqual([3n]);
+  });
+
+  it("keeps the head across a restart and continues from it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "change-log-"));
+    const first = await rocks(dir);
+    const a = await storeOn(first);
+    await a.setEntry("o", "k", v("1"));
+    await a.setEntry("o", "k", v("2"));
+    await first.close();
+    engines.splice(engines.indexOf(first), 1);
+    const b = await storeOn(await rocks(dir));
+    expect(b.changes?.head()).toBe(2n);
+    await b.setEntry("o", "k", v("3"));
+    expect((await b.changes?.read(1n, 10))?.map((r) => r.revision)).toEqual([1n, 2n, 3n]);
+  });
+
+  it("records new values when asked", async () => {
+    const store = await storeOn(await rocks(), true);
+    await store.setEntry("o", "k", v("hello"));
+    const [r] = (await store.changes?.read(1n, 1)) ?? [];
+    expect(new TextDecoder().decode(r?.changes[0]?.value?.data)).toBe("hello");
+  });
+
+  it("assigns the same revisions on replicas applying the same log", async () => {
+    const ops: StoreOp[] = [];
+    for (let i = 0; i < 50; i++) {
+      ops.push({
+        kind: "set_entry",
+        objectId: i % 3 === 0 ? `s-${i % 7}` : String(i % 5),
+        key: `k${i % 4}`,
+        value: v(String(i)),
+        timestampMs: 5_000 + i,
+      });
+      if (i % 10 === 9) ops.push({ kind: "delete_object", objectId: "1", timestampMs: 6_000 + i });
+    }
+    const replicas = [await storeOn(await rocks()), await storeOn(createMemoryEngine())];
+    for (const r of replicas) {
+      // Different batchings of the same log.
+      const step = r === replicas[0] ? 7 : 3;
+      for (let i = 0; i < ops.length; i += step) {
+        await r.applyCommitted(ops.slice(i, i + step).map((op, j) => ({ index: i + j + 1, op })));
+      }
+    }
+    const [a, b] = await Promise.all(replicas.map((r) => r.changes?.read(1n, 1000)));
+    expect(a?.length).toBeGreaterThan(40);
+    expect(b).toEqual(a);
+  });
+
+  it("travels with a snapshot", async () => {
+    const src = await storeOn(await rocks());
+    for (let i = 0; i < 5; i++) await src.setEntry("o", "k", v(String(i)));
+    const state = await src.exportState();
+    const dst = await storeOn(createMemoryEngine());
+    await dst.importState(state);
+    expect(dst.changes?.head()).toBe(5n);
+    expect(await dst.changes?.read(1n, 10)).toEqual(await src.changes?.read(1n, 10));
+    await dst.setEntry("o", "k", v("next"));
+    expect(dst.changes?.head()).toBe(6n);
+  });
+
+  it("compacts by count and by age, keeping the newest record", async () => {
+    let now = 1_000;
+    const store = await createEntryStore({
+      engine: await rocks(),
+      shard: "c/0",
+      changeLog: {},
+      now: () => now,
+    });
+    for (let i = 0; i < 10; i++) {
+      now = 1_000 + i * 100;
+      await store.setEntry("o", `k${i}`, v("x"));
+    }
+    const log = store.changes;
+    if (log === undefined) throw new Error("no change log");
+    expect(await log.oldest()).toBe(1n);
+    expect(await log.compact({ maxRecords: 6, maxAgeMs: 1e12 }, now)).toBe(4);
+    expect(await log.oldest()).toBe(5n);
+    // Records older than 250 ms at t=1,900: timestamps < 1,650 (revisions 5–7).
+    expect(await log.compact({ maxRecords: 1_000, maxAgeMs: 250 }, 1_900)).toBe(3);
+    expect(await log.oldest()).toBe(8n);
+    // Everything is old: the head record stays.
+    await log.compact({ maxRecords: 1_000, maxAgeMs: 0 }, 1e9);
+    expect(await log.oldest()).toBe(10n);
+    expect((await log.read(1n, 100)).map((r) => r.revision)).toEqual([10n]);
+  });
+
+  it("is off unless asked for", async () => {
+    const store = await createEntryStore({ engine: createMemoryEngine(), shard: "c/0" });
+    await store.setEntry("o", "k", v("x"));
+    expect(store.changes).toBeUndefined();
+  });
+});
+
+describe("change records", () => {
+  it("decode what was encoded, and refuse a key/revision mismatch or garbage", () => {
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: 1n, max: 2n ** 64n - 1n }),
+        fc.string(),
+        fc.array(
+          fc.record({
+            key: fc.string(),
+            numeric: fc.boolean(),
+            action: fc.constantFrom(ChangeAction.CREATE, ChangeAction.UPDATE, ChangeAction.DELETE),
+          }),
+          { maxLength: 5 },
+        ),
+        (revision, id, changes) => {
+          const rec = create(ChangeRecordSchema, {
+            revision,
+            objectIdStr: id,
+            changes,
+            versionAfter: 1n,
+            exists: true,
+          });
+          const bytes = toBinary(ChangeRecordSchema, rec);
+          expect(decodeChangeRecord(changeKey(revision), bytes)).toEqual(rec);
+          const other = revision === 1n ? 2n : revision - 1n;
+          expect(() => decodeChangeRecord(changeKey(other), bytes)).toThrow(/does not decode/);
+        },
+      ),
+    );
+    expect(() => decodeChangeRecord(changeKey(1n), Uint8Array.of(0xff, 0xff))).toThrow(
+      /does not decode/,
+    );
+    expect(() => decodeChangeRecord(Uint8Array.of(1, 2), new Uint8Array())).toThrow(/0x01/);
+  });
+});

@@ -1,0 +1,218 @@
+// The durable change log of a shard: one record per committed mutation that wrote, under a
+// revision that counts from 1 in commit order. The ordered applier writes each record in
+// the same engine write as the mutation it records, so the log never misses or invents a
+// change; replicas applying the same log entries in the same order assign the same
+// revisions. Records live in the `system` keyspace (a snapshot carries them):
+//   0x00 0x03            → head revision (u64 BE), the last revision assigned
+//   0x01 <revision u64>  → `ChangeRecord` (protobuf)
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  ChangeAction,
+  type ChangeRecord,
+  ChangeRecordSchema,
+  type KeyChange,
+  KeyChangeSchema,
+} from "@oprc/grpc-api/messages";
+import { parseCanonicalU64 } from "@oprc/oprc-id";
+import type { KvShard, KvWriteOp } from "./kv.js";
+import type { MutationPlan } from "./mutation-planner.js";
+import { StoreError } from "./store-error.js";
+
+/** Key of the head revision in the `system` keyspace. */
+export const CHANGE_HEAD_KEY: Uint8Array = Uint8Array.of(0x00, 0x03);
+const RECORD_PREFIX = 0x01;
+const RECORDS_END = Uint8Array.of(RECORD_PREFIX + 1);
+
+/** Key of the record of `revision`. */
+export function changeKey(revision: bigint): Uint8Array {
+  const out = new Uint8Array(9);
+  out[0] = RECORD_PREFIX;
+  new DataView(out.buffer).setBigUint64(1, revision, false);
+  return out;
+}
+
+function revisionOf(key: Uint8Array): bigint {
+  if (key.length !== 9 || key[0] !== RECORD_PREFIX) {
+    throw new StoreError("corrupt_record", "change log key is not 0x01 + 8 bytes", { key });
+  }
+  return new DataView(key.buffer, key.byteOffset, 9).getBigUint64(1, false);
+}
+
+function u64(value: bigint): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, value, false);
+  return out;
+}
+
+/** Reads the head revision (0 for a shard that never logged a change). */
+export async function readChangeHead(kv: KvShard): Promise<bigint> {
+  const raw = await kv.get("system", CHANGE_HEAD_KEY);
+  if (raw === undefined) return 0n;
+  if (raw.length !== 8) {
+    throw new StoreError("corrupt_record", "change head record is not 8 bytes", {
+      key: CHANGE_HEAD_KEY,
+    });
+  }
+  return new DataView(raw.buffer, raw.byteOffset, 8).getBigUint64(0, false);
+}
+
+const ACTIONS = {
+  create: ChangeAction.CREATE,
+  update: ChangeAction.UPDATE,
+  delete: ChangeAction.DELETE,
+};
+
+/**
+ * The log writes of `plans` (those that wrote), numbered from `head + 1`, plus the new head;
+ * `values` records the new value of each created or updated entry.
+ */
+export function changeLogWrites(
+  plans: readonly {
+    readonly id: string;
+    readonly plan: MutationPlan;
+    readonly timestampMs: number;
+  }[],
+  head: bigint,
+  values: boolean,
+): { writes: KvWriteOp[]; head: bigint } {
+  const writes: KvWriteOp[] = [];
+  let rev = head;
+  for (const { id, plan, timestampMs } of plans) {
+    const r = plan.result;
+    if (!r.wrote) continue;
+    rev++;
+    const changes: KeyChange[] = r.changed.map((c) => {
+      const value = values && c.action !== "delete" ? plan.entryChanges.get(c.key) : undefined;
+      return create(KeyChangeSchema, {
+        key: c.key,
+        numeric: c.numeric,
+        action: ACTIONS[c.action],
+        ...(value === undefined || value === null
+          ? {}
+          : { value: { data: value.data, type: value.type } }),
+      });
+    });
+    const numeric = parseCanonicalU64(id);
+    const record = create(ChangeRecordSchema, {
+      revision: rev,
+      objectIdStr: id,
+      ...(numeric === undefined ? {} : { objectId: numeric }),
+      versionBefore: r.versionBefore,
+      versionAfter: r.versionAfter,
+      timestampMs: BigInt(Math.max(0, Math.trunc(timestampMs))),
+      changes,
+      exists: r.exists,
+    });
+    writes.push({
+      type: "put",
+      keyspace: "system",
+      key: changeKey(rev),
+      value: toBinary(ChangeRecordSchema, record),
+    });
+  }
+  if (rev !== head)
+    writes.push({ type: "put", keyspace: "system", key: CHANGE_HEAD_KEY, value: u64(rev) });
+  return { writes, head: rev };
+}
+
+/** Decodes a stored record; a record that does not decode is `corrupt_record`. */
+export function decodeChangeRecord(key: Uint8Array, value: Uint8Array): ChangeRecord {
+  const revision = revisionOf(key);
+  try {
+    const r = fromBinary(ChangeRecordSchema, value);
+    if (r.revision !== revision) throw new Error(`record says revision ${r.revision}`);
+    return r;
+  } catch (err) {
+    throw new StoreError("corrupt_record", `change record ${revision} does not decode`, {
+      key,
+      cause: err,
+    });
+  }
+}
+
+/** Up to `limit` records from revision `from` on, in revision order. */
+export async function readChanges(
+  kv: KvShard,
+  from: bigint,
+  limit: number,
+): Promise<ChangeRecord[]> {
+  const it = kv.iterator("system", {
+    gte: changeKey(from < 1n ? 1n : from),
+    lt: RECORDS_END,
+    limit,
+  });
+  try {
+    const out: ChangeRecord[] = [];
+    for (;;) {
+      const rows = await it.next(Math.min(limit - out.length, 256));
+      if (rows.length === 0) break;
+      for (const [k, v] of rows) out.push(decodeChangeRecord(k, v));
+      if (out.length >= limit) break;
+    }
+    return out;
+  } finally {
+    await it.close();
+  }
+}
+
+/** The oldest revision still in the log, or `undefined` when it is empty. */
+export async function oldestChange(kv: KvShard): Promise<bigint | undefined> {
+  const it = kv.iterator("system", {
+    gte: changeKey(1n),
+    lt: RECORDS_END,
+    limit: 1,
+    keysOnly: true,
+  });
+  try {
+    const [row] = await it.next(1);
+    return row === undefined ? undefined : revisionOf(row[0]);
+  } finally {
+    await it.close();
+  }
+}
+
+/** Retention of a change log: records beyond either bound are removed. */
+export interface ChangeRetention {
+  /** Keep at most this many of the newest records. */
+  readonly maxRecords: number;
+  /** Remove records older than this (by their timestamp), ms. */
+  readonly maxAgeMs: number;
+}
+
+/**
+ * Deletes records outside `retention` (oldest first, at most `budget` per call, so one call
+ * stays short); returns how many it removed. The newest record is never removed by age, so
+ * the head stays readable.
+ */
+export async function compactChanges(
+  kv: KvShard,
+  head: bigint,
+  retention: ChangeRetention,
+  now: number,
+  budget = 10_000,
+): Promise<number> {
+  const keepFrom = head - BigInt(retention.maxRecords) + 1n;
+  const cutoff = BigInt(Math.max(0, now - retention.maxAgeMs));
+  const it = kv.iterator("system", { gte: changeKey(1n), lt: changeKey(head), limit: budget });
+  const deletes: KvWriteOp[] = [];
+  try {
+    for (;;) {
+      const rows = await it.next(256);
+      if (rows.length === 0) break;
+      let stop = false;
+      for (const [k, v] of rows) {
+        const rev = revisionOf(k);
+        if (rev >= keepFrom && decodeChangeRecord(k, v).timestampMs >= cutoff) {
+          stop = true;
+          break;
+        }
+        deletes.push({ type: "del", keyspace: "system", key: k });
+      }
+      if (stop) break;
+    }
+  } finally {
+    await it.close();
+  }
+  if (deletes.length > 0) await kv.write(deletes, { sync: false });
+  return deletes.length;
+}
