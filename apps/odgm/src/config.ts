@@ -79,6 +79,21 @@ export interface OdgmConfig {
   };
   /** Events V2: `ODGM_EVENT_*`, `ODGM_MAX_BATCH_TRIGGER_FANOUT`, `ODGM_MAX_TRIGGER_DEPTH`, `ODGM_TRIGGER_TIMEOUT_MS`. */
   readonly events: EventV2Config;
+  /** The change feed: `ODGM_CHANGEFEED*`. */
+  readonly changeFeed: {
+    /** `ODGM_CHANGEFEED` (default true): keep a durable change log per shard and serve Watch. */
+    readonly enabled: boolean;
+    /** `ODGM_CHANGEFEED_VALUES` (default false): records carry new entry values. */
+    readonly values: boolean;
+    /** `ODGM_CHANGEFEED_RETENTION_RECORDS` (default 100000): newest records kept per shard. */
+    readonly retentionRecords: number;
+    /** `ODGM_CHANGEFEED_RETENTION_MS` (default 86400000, a day): records older than this go. */
+    readonly retentionMs: number;
+    /** `ODGM_CHANGEFEED_COMPACT_INTERVAL_MS` (default 10000): how often compaction runs. */
+    readonly compactIntervalMs: number;
+    /** `ODGM_CHANGEFEED_PROGRESS_MS` (default 5000): progress message interval of idle watchers. */
+    readonly progressMs: number;
+  };
   /**
    * `ODGM_GRPC_FAST_PATH` (default true): serve plain binary gRPC unary calls of DataService
    * and OprcFunction without connect's per-call pipeline; false sends every call through
@@ -388,6 +403,14 @@ export function loadConfig(env: Env): OdgmConfig {
       headersTimeoutMs: int(env, "ODGM_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
     },
     events: parseEvents(env),
+    changeFeed: {
+      enabled: bool(env, "ODGM_CHANGEFEED", true),
+      values: bool(env, "ODGM_CHANGEFEED_VALUES", false),
+      retentionRecords: int(env, "ODGM_CHANGEFEED_RETENTION_RECORDS", 100_000, 1, 1e12),
+      retentionMs: int(env, "ODGM_CHANGEFEED_RETENTION_MS", 86_400_000, 1, 1e13),
+      compactIntervalMs: int(env, "ODGM_CHANGEFEED_COMPACT_INTERVAL_MS", 10_000, 10, 86_400_000),
+      progressMs: int(env, "ODGM_CHANGEFEED_PROGRESS_MS", 5_000, 10, 3_600_000),
+    },
     grpcFastPath: bool(env, "ODGM_GRPC_FAST_PATH", true),
     zenoh: parseZenoh(env),
     logLevel: logLevel as OdgmConfig["logLevel"],

@@ -15,9 +15,13 @@ import {
   type ObjectRef,
   quoteInput,
   RaftService,
+  WatchService,
 } from "@oprc/grpc-api";
 import { createRestGateway } from "@oprc/rest-gateway";
 import { type Logger, pino } from "pino";
+import { registerChangesRoute } from "./changefeed/changes-route.js";
+import { startChangeLogCompaction } from "./changefeed/compaction.js";
+import { createWatchServiceImpl } from "./changefeed/watch-service.js";
 import { createClusterServiceImpl, registerClusterRoutes } from "./cluster/cluster-admin.js";
 import { type ClusterHooks, ClusterNode } from "./cluster/cluster-node.js";
 import { createPartitionRouter } from "./cluster/partition-router.js";
@@ -191,6 +195,7 @@ export async function startOdgm(
       metrics,
       onEventError: (err) => logger.error({ err }, "could not enqueue a mutation's event"),
       replication: clusterNode,
+      ...(config.changeFeed.enabled ? { changeLog: { values: config.changeFeed.values } } : {}),
     });
     late = manager;
     shards = manager;
@@ -302,6 +307,7 @@ export async function startOdgm(
         return clusterNode.createCollection(spec);
       },
     };
+    const stopWatches = new AbortController();
     const maintenance = createMaintenanceService(manager, metrics);
     // One pipeline: the services once, the same interceptors on every path.
     const pipeline = createServerPipeline({
@@ -313,6 +319,17 @@ export async function startOdgm(
         { service: ClusterService, impl: createClusterServiceImpl(clusterNode) },
         { service: MaintenanceService, impl: maintenance },
         { service: RaftService, impl: clusterNode.raftService() },
+        {
+          service: WatchService,
+          impl: createWatchServiceImpl({
+            shards: manager,
+            registry,
+            ids: { maxLength: config.features.maxStringIdLen, unicode: config.features.unicodeIds },
+            progressMs: config.changeFeed.progressMs,
+            onWatchers: (d) => metrics.changefeedWatchers.inc(d),
+            stop: stopWatches.signal,
+          }),
+        },
       ],
       interceptors: [
         createRpcInterceptor(createRpcInstrument(metrics)),
@@ -359,6 +376,7 @@ export async function startOdgm(
     // gateway's JSON 404 and its error format.
     const app = gateway;
     registerCollectionRoutes(app, collectionAdmin);
+    registerChangesRoute(app, pipeline.client(WatchService));
     registerClusterRoutes(app, clusterNode);
 
     const handler = pipeline.handler(getRequestListener(app.fetch) as never);
@@ -412,6 +430,18 @@ export async function startOdgm(
 
     // odgm_objects_pending_conversion_total: counted in the background, so a large legacy
     // keyspace never delays the start; MaintenanceService conversions count it down.
+    const stopCompaction = config.changeFeed.enabled
+      ? startChangeLogCompaction({
+          shards: manager,
+          retention: {
+            maxRecords: config.changeFeed.retentionRecords,
+            maxAgeMs: config.changeFeed.retentionMs,
+          },
+          intervalMs: config.changeFeed.compactIntervalMs,
+          metrics,
+          logger,
+        })
+      : async () => {};
     const stopSampling = new AbortController();
     const sampling = sampleLegacyBlobs(manager, metrics, stopSampling.signal).catch(
       (err: unknown) => logger.warn({ err }, "could not count legacy blobs"),
@@ -434,6 +464,8 @@ export async function startOdgm(
         closing ??= (async () => {
           ready = false;
           health.shutdown();
+          // Watch streams never end by themselves: end them so the server can drain.
+          stopWatches.abort();
           await zenoh?.close();
           const grace = config.limits.shutdownTimeoutMs;
           await server.close(grace);
@@ -441,6 +473,7 @@ export async function startOdgm(
           await clusterNode.close();
           stopSampling.abort();
           await sampling;
+          await stopCompaction();
           const reports = await manager.close(AbortSignal.timeout(Math.max(grace, 1)));
           const discarded = reports.reduce((n, r) => n + r.discarded, 0);
           const drained = reports.reduce((n, r) => n + r.drained, 0);

@@ -14,6 +14,8 @@ export interface OdgmMetrics {
   readonly stringIdNormalizeErrors: Counter;
   readonly stringIdLength: Histogram;
   readonly numericIdCreates: Counter;
+  readonly changefeedWatchers: Gauge;
+  readonly changefeedCompacted: Counter;
   readonly rpcRequests: Counter<"method" | "code">;
   readonly rpcDurationMs: Histogram<"method">;
   readonly eventsEmitted: Counter<"collection" | "action">;
@@ -115,6 +117,12 @@ export function createOdgmMetrics(): OdgmMetrics {
       "Byte length of string object ids in requests.",
       [],
       [4, 8, 16, 32, 64, 128, 160, 256],
+    ),
+    changefeedWatchers: g("odgm_changefeed_watchers", "Open Watch streams (gRPC and SSE).", []),
+    changefeedCompacted: c(
+      "odgm_changefeed_compacted_total",
+      "Change-log records removed by retention.",
+      ["collection"],
     ),
     numericIdCreates: c(
       "odgm_numeric_id_creates_total",

@@ -55,6 +55,8 @@ export interface ServerPipeline {
   readonly data: Client<typeof DataService>;
   /** OprcFunction, called in process. */
   readonly functions: Client<typeof OprcFunction>;
+  /** Any other served service, called in process (e.g. WatchService for REST's SSE route). */
+  client<S extends DescService>(service: S): Client<S>;
   /** The request handler: the fast path first, then connect-node, then `fallback` (REST). */
   handler(fallback: NodeHandlerFn): DualRequestHandler;
 }
@@ -82,6 +84,11 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
   return {
     routes,
     data: createInProcessClient(DataService, dataImpl, interceptors),
+    client(service) {
+      const served = o.services.find((s) => s.service.typeName === service.typeName);
+      if (served === undefined) throw new Error(`${service.typeName} is not served`);
+      return createInProcessClient(service, served.impl, interceptors);
+    },
     functions: createInProcessClient(OprcFunction, functionsImpl, interceptors),
     handler(fallback) {
       const connect = connectNodeAdapter({ routes, interceptors, ...limits, fallback });

@@ -73,6 +73,8 @@ export interface ShardManagerOptions {
   readonly onEventError?: (err: unknown) => void;
   /** Hosts raft shards; without it raft collections have no local shards. */
   readonly replication?: ShardReplication;
+  /** Keep a durable change log per shard (`ODGM_CHANGEFEED`); `values` records new values. */
+  readonly changeLog?: { readonly values: boolean };
 }
 
 /** The shards of every collection this node serves. */
@@ -183,6 +185,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
             maxGetEntries: options.maxGetEntries,
             maxKeyLength: options.maxKeyLength,
             onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
+            ...(options.changeLog === undefined ? {} : { changeLog: options.changeLog }),
             // Events leave in commit order, so an object's events follow its versions; on a
             // raft shard every replica applies, and only the leader's events leave.
             ...(events === undefined
