@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { create } from "@bufbuild/protobuf";
+import { create, type DescService } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
@@ -19,6 +19,8 @@ import {
 } from "@oprc/grpc-api";
 import { createRestGateway } from "@oprc/rest-gateway";
 import { type Logger, pino } from "pino";
+import { type Authorizer, createAuthorizer } from "./auth/authorizer.js";
+import { createTokenSet, parseTokenEntries, type TokenEntry } from "./auth/token-set.js";
 import { createClusterServiceImpl, registerClusterRoutes } from "./cluster/cluster-admin.js";
 import { type ClusterHooks, ClusterNode } from "./cluster/cluster-node.js";
 import { createPartitionRouter } from "./cluster/partition-router.js";
@@ -39,7 +41,7 @@ import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js"
 import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { isOdgmError, OdgmError } from "./odgm-error.js";
 import { createDualProtocolServer } from "./server/dual-protocol-server.js";
-import { peersOnly } from "./server/peer-auth.js";
+import { isAuthenticatedPeer, peersOnly } from "./server/peer-auth.js";
 import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 import { createZenohService, type ZenohService } from "./zenoh/zenoh-service.js";
@@ -87,6 +89,43 @@ export interface OdgmNode {
    * this on SIGHUP). Throws when the files do not load; the old certificate stays.
    */
   reloadTls(): void;
+  /**
+   * Bearer-token authorization (`ODGM_AUTH_TOKENS_FILE`, `ODGM_AUTH_TOKENS`); `undefined`
+   * when authentication is off.
+   */
+  readonly authorizer: Authorizer | undefined;
+  /** What the node serves: every registered RPC service and every REST route. */
+  readonly served: {
+    readonly services: readonly DescService[];
+    readonly routes: readonly { readonly method: string; readonly path: string }[];
+  };
+}
+
+/** Reads the token entries of `ODGM_AUTH_TOKENS_FILE` and `ODGM_AUTH_TOKENS`. */
+function loadTokens(auth: NonNullable<OdgmConfig["auth"]>): TokenEntry[] {
+  const entries: TokenEntry[] = [];
+  if (auth.tokensFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(auth.tokensFile, "utf8");
+    } catch (err) {
+      throw new OdgmError("invalid_config", `ODGM_AUTH_TOKENS_FILE: ${(err as Error).message}`, {
+        cause: err,
+        variable: "ODGM_AUTH_TOKENS_FILE",
+      });
+    }
+    entries.push(...parseTokenEntries(text, "ODGM_AUTH_TOKENS_FILE"));
+  }
+  if (auth.tokens !== undefined)
+    entries.push(...parseTokenEntries(auth.tokens, "ODGM_AUTH_TOKENS"));
+  if (entries.length === 0) {
+    throw new OdgmError(
+      "invalid_config",
+      "authentication is on but ODGM_AUTH_TOKENS_FILE / ODGM_AUTH_TOKENS list no token: nobody could call the node",
+      { variable: auth.tokensFile === undefined ? "ODGM_AUTH_TOKENS" : "ODGM_AUTH_TOKENS_FILE" },
+    );
+  }
+  return entries;
 }
 
 /** Cluster events as metrics. */
@@ -152,6 +191,14 @@ export async function startOdgm(
   // Read before anything opens, so a missing or unreadable file fails the start at once.
   const tlsFiles = tlsConfig === undefined ? undefined : readTls(tlsConfig);
   const metrics = createOdgmMetrics();
+  const authorizer =
+    config.auth === undefined
+      ? undefined
+      : createAuthorizer({
+          tokens: createTokenSet(loadTokens(config.auth)),
+          metricsAccess: config.auth.metrics,
+          metrics,
+        });
   const engine = options.engine ?? (await openEngine(config));
   const functions = createFunctionClientPool({ maxMessageBytes: config.limits.maxMessageBytes });
   let shards: ShardManager | undefined;
@@ -314,8 +361,10 @@ export async function startOdgm(
       ],
       interceptors: [
         createRpcInterceptor(createRpcInstrument(metrics)),
+        ...(authorizer === undefined ? [] : [authorizer.interceptor]),
         ...(options.interceptors ?? []),
       ],
+      ...(authorizer === undefined ? {} : { inProcessInterceptors: [authorizer.trustInterceptor] }),
       maxMessageBytes: config.limits.maxMessageBytes,
       fastPath: config.grpcFastPath,
     });
@@ -360,7 +409,18 @@ export async function startOdgm(
     registerCollectionRoutes(app, collectionAdmin);
     registerClusterRoutes(app, clusterNode);
 
-    const handler = pipeline.handler(getRequestListener(app.fetch) as never);
+    const restFetch = authorizer === undefined ? app.fetch : authorizer.guardFetch(app.fetch);
+    const served = pipeline.handler(getRequestListener(restFetch) as never);
+    const handler: typeof served =
+      authorizer === undefined
+        ? served
+        : (req, res) => {
+            authorizer.markPeer(
+              req.headers,
+              tlsFiles?.ca !== undefined && isAuthenticatedPeer(req),
+            );
+            served(req, res);
+          };
     const server = await createDualProtocolServer({
       host: config.http.host,
       port: config.http.port,
@@ -408,6 +468,11 @@ export async function startOdgm(
             timeoutMs: config.limits.invokeTimeoutMs,
           });
     if (zenoh !== undefined) publishTrigger = zenoh.publishTrigger;
+    if (zenoh !== undefined && authorizer !== undefined) {
+      logger.warn(
+        "requests over Zenoh carry no bearer token and are not checked against ODGM_AUTH_TOKENS: restrict the odgm key space with the Zenoh router's access control",
+      );
+    }
 
     // odgm_objects_pending_conversion_total: counted in the background, so a large legacy
     // keyspace never delays the start; MaintenanceService conversions count it down.
@@ -424,6 +489,13 @@ export async function startOdgm(
       registry,
       shards: manager,
       logger,
+      authorizer,
+      served: {
+        services: pipeline.services,
+        routes: app.routes
+          .filter((r) => r.method !== "ALL")
+          .map((r) => ({ method: r.method, path: r.path })),
+      },
       reloadTls() {
         if (tlsConfig === undefined) throw new OdgmError("invalid_config", "TLS is not configured");
         server.setTls(readTls(tlsConfig));

@@ -49,6 +49,8 @@ export interface OdgmMetrics {
   readonly zenohEventsPublished: Counter<"collection">;
   /** Zenoh: sessions opened (the first and every reconnect). */
   readonly zenohSessions: Counter;
+  /** Requests refused by authentication (`unauthenticated`) or authorization (`permission_denied`), by surface (`rpc`, `rest`). */
+  readonly authFailures: Counter<"surface" | "reason">;
 }
 
 /**
@@ -161,6 +163,11 @@ export function createOdgmMetrics(): OdgmMetrics {
       "odgm_zenoh_sessions_total",
       "Zenoh sessions opened (first and reconnects).",
       [],
+    ),
+    authFailures: c(
+      "odgm_auth_failures_total",
+      "Requests refused: no or unknown bearer token (unauthenticated) or missing rights (permission_denied).",
+      ["surface", "reason"],
     ),
     storageWritable: g(
       "odgm_storage_writable",

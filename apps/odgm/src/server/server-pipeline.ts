@@ -49,12 +49,19 @@ export interface ServerPipelineOptions {
   readonly maxMessageBytes: number;
   /** Serve plain gRPC unary calls of DataService and OprcFunction on the fast path. */
   readonly fastPath: boolean;
+  /**
+   * Client-side interceptors of the in-process transport (the node marks its own calls,
+   * already authorized at the REST or Zenoh edge, as trusted). Default: none.
+   */
+  readonly inProcessInterceptors?: readonly Interceptor[];
 }
 
 /** What a node serves, built once. */
 export interface ServerPipeline {
   /** Registers every service on a Connect router. */
   readonly routes: (router: ConnectRouter) => void;
+  /** Every service {@link routes} registers. */
+  readonly services: readonly DescService[];
   /** An in-process transport to the same services (for the REST gateway). */
   readonly transport: Transport;
   /** The request handler: the fast path first, then connect-node, then `fallback` (REST). */
@@ -81,7 +88,11 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     : undefined;
   return {
     routes,
-    transport: createRouterTransport(routes, { router: { interceptors } }),
+    services: [...unary.map((s) => s.service), Health, ...o.services.map((s) => s.service)],
+    transport: createRouterTransport(routes, {
+      router: { interceptors },
+      transport: { interceptors: [...(o.inProcessInterceptors ?? [])] },
+    }),
     handler(fallback) {
       const connect = connectNodeAdapter({ routes, interceptors, ...limits, fallback });
       return (req, res) => {
