@@ -264,3 +264,29 @@ describe("the README's token file", () => {
     expect([...(reader?.collections ?? [])]).toEqual(["orders", "carts"]);
   });
 });
+
+describe("configuration", () => {
+  it("ODGM_AUTH_METRICS=open serves /metrics without a token, and nothing else", async () => {
+    const open = await startTempNode({
+      ODGM_AUTH_TOKENS: `read ${READER}`,
+      ODGM_AUTH_METRICS: "open",
+    });
+    try {
+      expect((await fetch(`${open.node.url}/metrics`)).status).toBe(200);
+      expect((await fetch(`${open.node.url}/api/capabilities`)).status).toBe(401);
+    } finally {
+      await open.close();
+    }
+  });
+
+  it("a token file that cannot be read, or lists no token, stops the start clearly", async () => {
+    const dir = await tempDir("odgm-auth-bad-");
+    await expect(startTempNode({ ODGM_AUTH_TOKENS_FILE: `${dir}/missing` })).rejects.toThrow(
+      /ODGM_AUTH_TOKENS_FILE: ENOENT/,
+    );
+    await writeFile(`${dir}/empty`, "# nobody yet\n");
+    await expect(startTempNode({ ODGM_AUTH_TOKENS_FILE: `${dir}/empty` })).rejects.toThrow(
+      /list no token/,
+    );
+  });
+});
