@@ -329,6 +329,7 @@ export async function startOdgm(
       unicode: config.features.unicodeIds,
       onInternalError: (cause: unknown, info: { procedure: string }) =>
         logger.error({ err: cause, procedure: info.procedure }, "internal error"),
+      onIdNormalized: (ns: number) => metrics.idNormalizeNs.observe(ns),
     };
     const collectionAdmin = {
       list: () => registry.list(),

@@ -13,6 +13,12 @@ export interface OdgmMetrics {
   readonly objectsPendingConversion: Gauge<"collection">;
   readonly stringIdNormalizeErrors: Counter;
   readonly stringIdLength: Histogram;
+  /** Objects created under a string id (seed 000 §8 `objects.string.created`). */
+  readonly objectsStringCreated: Counter<"collection">;
+  /** String-keyed entries written (seed 000 §8 `entries.string.set`). */
+  readonly entriesStringSet: Counter<"collection">;
+  /** Time to normalize a request's string object id, ns (seed 000 §8 `id.normalize.ns`). */
+  readonly idNormalizeNs: Histogram;
   readonly rpcRequests: Counter<"method" | "code">;
   readonly rpcDurationMs: Histogram<"method">;
   readonly eventsEmitted: Counter<"collection" | "action">;
@@ -116,6 +122,22 @@ export function createOdgmMetrics(): OdgmMetrics {
       "Byte length of string object ids in requests.",
       [],
       [4, 8, 16, 32, 64, 128, 160, 256],
+    ),
+    objectsStringCreated: c(
+      "odgm_objects_string_created_total",
+      "Objects created under a string id (a write to an object that did not exist).",
+      ["collection"],
+    ),
+    entriesStringSet: c(
+      "odgm_entries_string_set_total",
+      "Entries with string keys written (created or updated).",
+      ["collection"],
+    ),
+    idNormalizeNs: h(
+      "odgm_id_normalize_ns",
+      "Time to normalize a request's string object id, in nanoseconds (refused ids included).",
+      [],
+      [250, 500, 1000, 2500, 5000, 10_000, 25_000, 100_000, 1_000_000],
     ),
     rpcRequests: c("odgm_rpc_requests_total", "RPCs handled, by method and status code.", [
       "method",
