@@ -90,6 +90,12 @@ export interface OdgmNode {
    */
   reloadTls(): void;
   /**
+   * Re-reads `ODGM_AUTH_TOKENS_FILE` (and `ODGM_AUTH_TOKENS`) for the calls that follow (the
+   * `odgm` command does this on SIGHUP) and returns how many tokens are configured. Throws
+   * when authentication is off or the tokens do not load; the old tokens then stay.
+   */
+  reloadAuth(): number;
+  /**
    * Bearer-token authorization (`ODGM_AUTH_TOKENS_FILE`, `ODGM_AUTH_TOKENS`); `undefined`
    * when authentication is off.
    */
@@ -496,6 +502,15 @@ export async function startOdgm(
         routes: app.routes
           .filter((r) => r.method !== "ALL")
           .map((r) => ({ method: r.method, path: r.path })),
+      },
+      reloadAuth() {
+        if (config.auth === undefined || authorizer === undefined) {
+          throw new OdgmError("invalid_config", "authentication is not configured");
+        }
+        const entries = loadTokens(config.auth);
+        authorizer.setTokens(createTokenSet(entries));
+        logger.info({ tokens: entries.length }, "reloaded the bearer tokens");
+        return entries.length;
       },
       reloadTls() {
         if (tlsConfig === undefined) throw new OdgmError("invalid_config", "TLS is not configured");

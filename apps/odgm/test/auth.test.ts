@@ -31,6 +31,8 @@ const WRITER = "writer-token-0123456789abcdef";
 const READER = "reader-token-0123456789abcdef";
 /** A writer limited to collection `scoped`. */
 const SCOPED = "scoped-token-0123456789abcdef";
+/** An admin whose token expired. */
+const EXPIRED = "expired-token-0123456789abcdef";
 
 let n: TempNode;
 let slow: TempNode;
@@ -44,7 +46,7 @@ beforeAll(async () => {
   );
   const env = {
     ODGM_AUTH_TOKENS_FILE: file,
-    ODGM_AUTH_TOKENS: `read ${READER}; write ${SCOPED} scoped`,
+    ODGM_AUTH_TOKENS: `read ${READER}; write ${SCOPED} scoped; admin ${EXPIRED} expires=2020-01-01`,
     ODGM_COLLECTION: '[{"name":"default"},{"name":"scoped"}]',
   };
   n = await startTempNode(env);
@@ -85,8 +87,14 @@ const surfaces: [string, () => Transport][] = [
 ];
 
 describe.each(surfaces)("%s", (_name, transport) => {
-  it("refuses absent, malformed and unknown tokens with UNAUTHENTICATED", async () => {
+  it("refuses absent, malformed, unknown and expired tokens with UNAUTHENTICATED", async () => {
     const data = createClient(DataService, transport());
+    const expired = await data.setValue(set(), { headers: bearer(EXPIRED) }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(expired?.code).toBe(Code.Unauthenticated);
+    expect(expired?.rawMessage).toMatch(/expired at 2020-01-01T00:00:00.000Z/);
     expect(await codeOf(data.setValue(set()))).toBe(Code.Unauthenticated);
     expect(
       await codeOf(data.setValue(set(), { headers: { authorization: `Basic ${WRITER}` } })),
@@ -164,6 +172,7 @@ describe("REST", () => {
       "unauthenticated",
     );
     expect((await put("default", "unknown-token-0123456789")).status).toBe(401);
+    expect((await put("default", EXPIRED)).status).toBe(401);
     expect((await call("/api/collections")).status).toBe(401);
     // Routes the table does not know need a token too (no open door), and say so before 404.
     expect((await call("/no/such/route")).status).toBe(401);
@@ -262,6 +271,7 @@ describe("the README's token file", () => {
     const reader = tokens.authenticate("example-reader-token-0000");
     expect(reader?.role).toBe("read");
     expect([...(reader?.collections ?? [])]).toEqual(["orders", "carts"]);
+    expect(reader?.expiresAt).toBe(Date.UTC(2099, 11, 31));
   });
 });
 
@@ -288,5 +298,40 @@ describe("configuration", () => {
     await expect(startTempNode({ ODGM_AUTH_TOKENS_FILE: `${dir}/empty` })).rejects.toThrow(
       /list no token/,
     );
+  });
+});
+
+describe("rotating tokens", () => {
+  it("SIGHUP re-reads the token file of a running odgm process", async () => {
+    const { startOdgmProcess } = await import("./fixtures/odgm-process.js");
+    const dir = await tempDir("odgm-auth-hup-");
+    const file = `${dir}/tokens`;
+    await writeFile(file, `write ${WRITER}\n`);
+    const proc = await startOdgmProcess({
+      ODGM_DATA_DIR: `${dir}/data`,
+      ODGM_AUTH_TOKENS_FILE: file,
+    });
+    try {
+      const status = (token: string) =>
+        fetch(`${proc.url}/api/capabilities`, { headers: bearer(token) }).then((r) => r.status);
+      expect([await status(WRITER), await status(READER)]).toEqual([200, 401]);
+      await writeFile(file, `read ${READER}\n`);
+      proc.child.kill("SIGHUP");
+      for (let i = 0; i < 100 && !proc.output().includes("reloaded the bearer tokens"); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect([await status(WRITER), await status(READER)]).toEqual([401, 200]);
+      // A file that no longer parses keeps the tokens in force.
+      await writeFile(file, "owner nobody\n");
+      proc.child.kill("SIGHUP");
+      for (let i = 0; i < 100 && !proc.output().includes("could not reload the bearer"); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(proc.output()).toContain("could not reload the bearer tokens");
+      expect(await status(READER)).toBe(200);
+    } finally {
+      proc.child.kill("SIGTERM");
+      await proc.exited;
+    }
   });
 });

@@ -71,6 +71,8 @@ export interface Authorizer {
    * removes any {@link TRUSTED_HEADER} a client sent. Run on every request before routing.
    */
   markPeer(headers: IncomingHttpHeaders, isPeer: boolean): void;
+  /** Replaces the tokens (a reloaded token file); calls in flight keep their outcome. */
+  setTokens(tokens: TokenSet): void;
 }
 
 const BEARER = /^Bearer[ \t]+([^ \t]+)[ \t]*$/i;
@@ -85,6 +87,7 @@ export function createAuthorizer(options: AuthorizerOptions): Authorizer {
     return b.length === secretBytes.length && timingSafeEqual(b, secretBytes);
   };
   const failures = options.metrics.authFailures;
+  let tokens = options.tokens;
   const restRoutes = compileRestRoutes(REST_ACCESS);
 
   const check: Authorizer["check"] = (surface, rule, what, headers, collection) => {
@@ -112,8 +115,14 @@ export function createAuthorizer(options: AuthorizerOptions): Authorizer {
     if (token === undefined) {
       return deny("unauthenticated", 'the authorization header must be "Bearer <token>"');
     }
-    const principal = options.tokens.authenticate(token);
+    const principal = tokens.authenticate(token);
     if (principal === undefined) return deny("unauthenticated", "unknown bearer token");
+    if (principal.expiresAt !== undefined && Date.now() >= principal.expiresAt) {
+      return deny(
+        "unauthenticated",
+        `this bearer token expired at ${new Date(principal.expiresAt).toISOString()}`,
+      );
+    }
     if (!roleIncludes(principal.role, access)) {
       return deny(
         "permission_denied",
@@ -236,6 +245,9 @@ export function createAuthorizer(options: AuthorizerOptions): Authorizer {
           r.reason === "unauthenticated" ? { "www-authenticate": 'Bearer realm="odgm"' } : {},
         );
       };
+    },
+    setTokens(next) {
+      tokens = next;
     },
     markPeer(headers, isPeer) {
       delete headers[TRUSTED_HEADER];

@@ -19,6 +19,20 @@ describe("parseTokenEntries", () => {
     expect(set.authenticate(`sha256:${digestToken(B).toString("hex")}`)).toBeUndefined();
   });
 
+  it("reads expiry times, before or after the collections", () => {
+    const [a, b] = parseTokenEntries(
+      `read ${A} expires=2030-01-31; write ${B} orders expires=2030-01-31T12:00:00+02:00`,
+      "X",
+    );
+    expect(a?.expiresAt).toBe(Date.UTC(2030, 0, 31));
+    expect(a?.collections).toBeUndefined();
+    expect(b?.expiresAt).toBe(Date.UTC(2030, 0, 31, 10));
+    expect([...(b?.collections ?? [])]).toEqual(["orders"]);
+    expect(createTokenSet([a, b].filter((e) => e !== undefined)).authenticate(A)?.expiresAt).toBe(
+      Date.UTC(2030, 0, 31),
+    );
+  });
+
   it("splits entries on ';' as well as newlines", () => {
     expect(parseTokenEntries(`read ${A}; write ${B}`, "X").map((e) => e.role)).toEqual([
       "read",
@@ -34,6 +48,9 @@ describe("parseTokenEntries", () => {
     ["read tok\u00e9n-0123456789abcdef", "RFC 6750"],
     [`read ${A} orders,bad/name`, "a collection name is"],
     [`read ${A} a b`, "expected `<role>"],
+    [`read ${A} expires=tomorrow`, "ISO 8601"],
+    [`read ${A} expires=2030-02-30x`, "ISO 8601"],
+    [`read ${A} expires=2030-01-01 expires=2031-01-01`, "expected `<role>"],
   ])("refuses %j clearly, without quoting the token", (text, why) => {
     let error: unknown;
     try {

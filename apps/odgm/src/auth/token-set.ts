@@ -25,6 +25,8 @@ export interface TokenEntry {
   readonly collections: ReadonlySet<string> | undefined;
   /** Where it was configured (`ODGM_AUTH_TOKENS entry 2`), for logs; never the token. */
   readonly source: string;
+  /** When the token stops being accepted (ms since the epoch); `undefined`: never. */
+  readonly expiresAt: number | undefined;
 }
 
 /** Who a token belongs to, once authenticated. */
@@ -32,6 +34,8 @@ export interface Principal {
   readonly role: Role;
   readonly collections: ReadonlySet<string> | undefined;
   readonly source: string;
+  /** When the token stops being accepted (ms since the epoch); `undefined`: never. */
+  readonly expiresAt: number | undefined;
 }
 
 /** The configured tokens. */
@@ -54,11 +58,12 @@ export function digestToken(token: string): Buffer {
 
 /**
  * Parses token entries: one per line (or separated by `;`), each
- * `<role> <token or sha256:<hex digest>> [<collection>,<collection>…]`; blank lines and
- * `#` comments are skipped. `variable` names the setting in errors, which never quote a token.
+ * `<role> <token or sha256:<hex digest>> [<collection>,<collection>…] [expires=<ISO 8601 time>]`;
+ * blank lines and `#` comments are skipped. `variable` names the setting in errors, which
+ * never quote a token.
  *
  * @example
- * parseTokenEntries("admin sha256:9f86…08\nread reader-token-0123456789 orders,carts", "ODGM_AUTH_TOKENS");
+ * parseTokenEntries("read reader-token-0123456789 orders,carts expires=2030-01-01T00:00:00Z", "ODGM_AUTH_TOKENS");
  */
 export function parseTokenEntries(text: string, variable: string): TokenEntry[] {
   const entries: TokenEntry[] = [];
@@ -71,10 +76,24 @@ export function parseTokenEntries(text: string, variable: string): TokenEntry[] 
       throw new OdgmError("invalid_config", `${source}: ${why}`, { variable });
     };
     const fields = line.split(/\s+/);
-    if (fields.length < 2 || fields.length > 3) {
-      fail("expected `<role> <token or sha256:<hex>> [<collection>,…]`");
+    const usage = "expected `<role> <token or sha256:<hex>> [<collection>,…] [expires=<time>]`";
+    if (fields.length < 2 || fields.length > 4) fail(usage);
+    const [role, secret = "", ...options] = fields;
+    let scope: string | undefined;
+    let expiresAt: number | undefined;
+    for (const option of options) {
+      if (option.startsWith("expires=")) {
+        if (expiresAt !== undefined) fail(usage);
+        const text = option.slice("expires=".length);
+        expiresAt = /^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(text)
+          ? Date.parse(text)
+          : Number.NaN;
+        if (Number.isNaN(expiresAt)) {
+          fail("expires= takes an ISO 8601 date or time, e.g. 2030-01-31 or 2030-01-31T12:00:00Z");
+        }
+      } else if (scope === undefined) scope = option;
+      else fail(usage);
     }
-    const [role, secret = "", scope] = fields;
     if (!(ROLES as readonly string[]).includes(role ?? "")) {
       fail(`the role must be one of ${ROLES.join(", ")}`);
     }
@@ -103,6 +122,7 @@ export function parseTokenEntries(text: string, variable: string): TokenEntry[] 
       role: role as Role,
       collections,
       source,
+      expiresAt,
     });
   });
   return entries;
@@ -122,7 +142,12 @@ export function createTokenSet(entries: readonly TokenEntry[]): TokenSet {
       }
       return found === undefined
         ? undefined
-        : { role: found.role, collections: found.collections, source: found.source };
+        : {
+            role: found.role,
+            collections: found.collections,
+            source: found.source,
+            expiresAt: found.expiresAt,
+          };
     },
   };
 }

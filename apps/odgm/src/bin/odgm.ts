@@ -62,13 +62,23 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
-  // SIGHUP re-reads the TLS certificate and key (a renewed certificate, no restart).
+  // SIGHUP re-reads the TLS certificate and key (a renewed certificate, no restart) and
+  // the bearer tokens (a rotated token file).
   process.on("SIGHUP", () => {
-    if (node === undefined || config.tls === undefined) return;
-    try {
-      node.reloadTls();
-    } catch (err) {
-      node.logger.error({ err }, "could not reload the TLS certificate; keeping the old one");
+    if (node === undefined) return;
+    if (config.tls !== undefined) {
+      try {
+        node.reloadTls();
+      } catch (err) {
+        node.logger.error({ err }, "could not reload the TLS certificate; keeping the old one");
+      }
+    }
+    if (config.auth !== undefined) {
+      try {
+        node.reloadAuth();
+      } catch (err) {
+        node.logger.error({ err }, "could not reload the bearer tokens; keeping the old ones");
+      }
     }
   });
   try {
