@@ -450,7 +450,9 @@ export async function startOdgm(
       "odgm listening (gRPC over h2c, gRPC-Web, Connect and REST over HTTP/1.1 and h2c)",
     );
 
-    // Zenoh (ODGM_ZENOH_ENDPOINT): the same DataService handlers, in process, like REST.
+    // Zenoh (ODGM_ZENOH_ENDPOINT): the same DataService handlers, in process, like REST, but
+    // each call checked like a network one (a token rides in the query's or sample's attachment).
+    const edge = pipeline.edgeTransport;
     const zenohConfig = config.zenoh;
     zenoh =
       zenohConfig === undefined
@@ -459,8 +461,8 @@ export async function startOdgm(
             endpoint: zenohConfig.endpoint,
             retryMs: zenohConfig.retryMs,
             nodeId: config.cluster.nodeId,
-            data: createClient(DataService, local),
-            functions: createClient(OprcFunction, local),
+            data: createClient(DataService, edge),
+            functions: createClient(OprcFunction, edge),
             shards: () => manager.all(),
             // Every node receives a put; the one serving the partition applies it (on a
             // raft partition its leader). Unknown collections: every node refuses it.
@@ -476,8 +478,8 @@ export async function startOdgm(
           });
     if (zenoh !== undefined) publishTrigger = zenoh.publishTrigger;
     if (zenoh !== undefined && authorizer !== undefined) {
-      logger.warn(
-        "requests over Zenoh carry no bearer token and are not checked against ODGM_AUTH_TOKENS: restrict the odgm key space with the Zenoh router's access control",
+      logger.info(
+        "Zenoh requests need a bearer token in their attachment (Bearer <token>); change events and trigger publications are not checked: restrict who may subscribe with the Zenoh router's access control",
       );
     }
 

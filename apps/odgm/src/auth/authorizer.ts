@@ -1,8 +1,9 @@
 // Bearer-token authentication and authorization, applied the same way on every surface:
 // an interceptor for RPCs (both gRPC server paths, gRPC-Web and Connect run the same
-// interceptors) and a guard in front of the REST app. Calls the node makes to itself (REST
-// and Zenoh through the in-process transport) and calls from cluster peers authenticated by
-// mutual TLS carry a per-process secret header instead of a token.
+// interceptors; Zenoh's in-process calls, carrying the attachment's token, too) and a guard
+// in front of the REST app. Calls the REST gateway makes through the in-process transport,
+// already checked at the REST edge, and calls from cluster peers authenticated by mutual
+// TLS carry a per-process secret header instead of a token.
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError, type Interceptor, type StreamRequest } from "@connectrpc/connect";

@@ -62,8 +62,17 @@ export interface ServerPipeline {
   readonly routes: (router: ConnectRouter) => void;
   /** Every service {@link routes} registers. */
   readonly services: readonly DescService[];
-  /** An in-process transport to the same services (for the REST gateway). */
+  /**
+   * An in-process transport to the same services for the REST gateway, whose calls carry
+   * the `inProcessInterceptors` (the node's trust mark).
+   */
   readonly transport: Transport;
+  /**
+   * An in-process transport without `inProcessInterceptors`, for an edge whose calls carry
+   * their own credentials (Zenoh: a token in the attachment) and are checked like a
+   * network call's.
+   */
+  readonly edgeTransport: Transport;
   /** The request handler: the fast path first, then connect-node, then `fallback` (REST). */
   handler(fallback: NodeHandlerFn): DualRequestHandler;
 }
@@ -93,6 +102,7 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
       router: { interceptors },
       transport: { interceptors: [...(o.inProcessInterceptors ?? [])] },
     }),
+    edgeTransport: createRouterTransport(routes, { router: { interceptors } }),
     handler(fallback) {
       const connect = connectNodeAdapter({ routes, interceptors, ...limits, fallback });
       return (req, res) => {
