@@ -87,14 +87,14 @@ describe("Zenoh with authentication", () => {
     await session.put(key, val("reader"), { attachment: `Bearer ${READER}` });
     await session.put(key, val("writer"), { attachment: `Bearer ${WRITER}` });
     // Only the writer's put may land.
-    const valueOf = async () => {
+    const storedValue = async () => {
       const got = await query(key, READER);
       return "ok" in got ? fromBinary(ValueResponseSchema, got.ok).value?.data : undefined;
     };
-    let value = await valueOf();
+    let value = await storedValue();
     while (value === undefined) {
       await new Promise((r) => setTimeout(r, 100));
-      value = await valueOf();
+      value = await storedValue();
     }
     expect(new TextDecoder().decode(value)).toBe("writer");
     // Both refusals are counted (samples are handled concurrently: wait for them).
