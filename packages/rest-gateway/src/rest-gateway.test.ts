@@ -42,6 +42,26 @@ describe("createRestGateway options", () => {
     );
   });
 
+  it("passes the request's Authorization header on to the upstream call", async () => {
+    const seen: (string | null)[] = [];
+    const transport = createRouterTransport(memoryServiceRoutes(), {
+      router: {
+        interceptors: [
+          (next) => (req) => {
+            seen.push(req.header.get("authorization"));
+            return next(req);
+          },
+        ],
+      },
+    });
+    const app = createRestGateway({ data: createClient(DataService, transport) });
+    await app.request("/api/class/c/0/objects/o/values/k", {
+      headers: { authorization: "Bearer t0k3n" },
+    });
+    await app.request("/api/class/c/0/objects/o/values/k");
+    expect(seen).toEqual(["Bearer t0k3n", null]);
+  });
+
   it("without a function client invocations are 501; without metrics /metrics is 404", async () => {
     const app = gateway();
     const res = await app.request("/api/class/c/0/invokes/echo", { method: "POST" });

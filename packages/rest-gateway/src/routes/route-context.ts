@@ -24,7 +24,10 @@ export interface RouteContext {
   readonly tids: TidClock;
   /** Registers `handler` for the route with this operation id (or this route) and documents it. */
   bind(route: string | RouteConfig, handler: Handler): void;
-  /** The options of one upstream call: the request's abort signal and the deadline. */
+  /**
+   * The options of one upstream call: the request's abort signal, the deadline and the
+   * request's `Authorization` header (so a node with authentication on checks the caller).
+   */
   call(c: Context): CallOptions;
   /** `/api/class/:cls/:pid/…` */
   classOf(c: Context): ClassTarget;
@@ -79,6 +82,8 @@ export function createRouteContext(
     call(c) {
       const o: CallOptions = { signal: c.req.raw.signal };
       if (timeoutMs > 0) o.timeoutMs = timeoutMs;
+      const authorization = c.req.header("authorization");
+      if (authorization !== undefined) o.headers = { authorization };
       return o;
     },
     classOf,
