@@ -107,6 +107,10 @@ describe.each(surfaces)("%s", (_name, transport) => {
     expect(await codeOf(data.getValue({ clsId: "default" }, { headers: bearer(digest) }))).toBe(
       Code.Unauthenticated,
     );
+    // Nor can a client pass itself off as the node or a cluster member.
+    expect(
+      await codeOf(data.setValue(set(), { headers: { "x-odgm-trusted": "0".repeat(64) } })),
+    ).toBe(Code.Unauthenticated);
   });
 
   it("gives each role its rights and no more", async () => {
