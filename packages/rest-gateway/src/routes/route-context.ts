@@ -13,6 +13,9 @@ import {
   rawPathSegments,
 } from "../path-segments.js";
 
+/** Request headers every upstream call carries on. */
+const PASSED_ON = ["authorization", "traceparent", "tracestate"] as const;
+
 /** A route handler. */
 export type Handler = (c: Context) => Promise<Response> | Response;
 
@@ -26,7 +29,8 @@ export interface RouteContext {
   bind(route: string | RouteConfig, handler: Handler): void;
   /**
    * The options of one upstream call: the request's abort signal, the deadline and the
-   * request's `Authorization` header (so a node with authentication on checks the caller).
+   * request's `Authorization` header (so a node with authentication on checks the caller)
+   * and W3C trace context (`traceparent`, `tracestate`: the call joins the caller's trace).
    */
   call(c: Context): CallOptions;
   /** `/api/class/:cls/:pid/…` */
@@ -82,8 +86,12 @@ export function createRouteContext(
     call(c) {
       const o: CallOptions = { signal: c.req.raw.signal };
       if (timeoutMs > 0) o.timeoutMs = timeoutMs;
-      const authorization = c.req.header("authorization");
-      if (authorization !== undefined) o.headers = { authorization };
+      const headers: Record<string, string> = {};
+      for (const name of PASSED_ON) {
+        const v = c.req.header(name);
+        if (v !== undefined) headers[name] = v;
+      }
+      if (Object.keys(headers).length > 0) o.headers = headers;
       return o;
     },
     classOf,
