@@ -25,7 +25,7 @@ interface OtlpRequest {
   }[];
 }
 
-const received: { path: string; contentType: string; body: OtlpRequest }[] = [];
+const received: { path: string; contentType: string; token: string; body: OtlpRequest }[] = [];
 let receiver: Server;
 let endpoint: string;
 beforeAll(async () => {
@@ -36,6 +36,7 @@ beforeAll(async () => {
       received.push({
         path: req.url ?? "",
         contentType: String(req.headers["content-type"]),
+        token: String(req.headers["x-collector-token"]),
         body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as OtlpRequest,
       });
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
@@ -54,6 +55,7 @@ describe("OpenTelemetry over OTLP/HTTP", () => {
       ODGM_DATA_DIR: await tempDir("odgm-otel-"),
       OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
       OTEL_SERVICE_NAME: "odgm-under-test",
+      OTEL_EXPORTER_OTLP_HEADERS: "x-collector-token=s3cret",
       OTEL_BSP_SCHEDULE_DELAY: "3600000",
     });
     try {
@@ -82,6 +84,7 @@ describe("OpenTelemetry over OTLP/HTTP", () => {
       expect(received.length).toBeGreaterThan(0);
       expect(received.every((r) => r.path === "/v1/traces")).toBe(true);
       expect(received[0]?.contentType).toMatch(/^application\/json/);
+      expect(received[0]?.token).toBe("s3cret");
       const resources = received.flatMap((r) => r.body.resourceSpans);
       const service = resources[0]?.resource.attributes.find((a) => a.key === "service.name");
       expect(service?.value.stringValue).toBe("odgm-under-test");
