@@ -28,6 +28,28 @@ describe("createRestGateway options", () => {
     expect((await app.request("/readyz")).status).toBe(200);
   });
 
+  it("the default readiness counts an upstream that wants a token as answering", async () => {
+    const refuse = (code: Code) =>
+      createRestGateway({
+        data: createClient(
+          DataService,
+          createRouterTransport(memoryServiceRoutes(), {
+            router: {
+              interceptors: [
+                () => () => {
+                  throw new ConnectError("no", code);
+                },
+              ],
+            },
+          }),
+        ),
+      });
+    expect((await refuse(Code.Unauthenticated).request("/readyz")).status).toBe(200);
+    expect((await refuse(Code.PermissionDenied).request("/readyz")).status).toBe(200);
+    expect((await refuse(Code.Unavailable).request("/readyz")).status).toBe(503);
+    expect((await gateway().request("/readyz")).status).toBe(200);
+  });
+
   it("readyDetail() adds fields to /readyz without changing readiness", async () => {
     let ready = true;
     const app = gateway({ ready: () => ready, readyDetail: () => ({ zenoh: "down" }) });
