@@ -1,7 +1,8 @@
 // The one authorization table: every RPC method of every service the node registers and
-// every REST route, with the access it needs. A method or route missing here is refused
-// to everyone but cluster peers (fail closed), and test/authorization-table.test.ts fails
-// until it has an entry.
+// every REST route, with the access it needs. Fail closed: a method missing here is for
+// cluster peers only, a route missing here needs an admin token, and
+// test/authorization-table.test.ts fails until each has an entry. A new service or route
+// (a change feed, say) adds its line here and is checked on every surface at once.
 import type { Role } from "./token-set.js";
 
 /**
