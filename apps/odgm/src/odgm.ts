@@ -107,6 +107,11 @@ export interface OdgmNode {
   };
 }
 
+/** True for an address only this machine reaches. */
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || host.startsWith("127.");
+}
+
 /** Reads the token entries of `ODGM_AUTH_TOKENS_FILE` and `ODGM_AUTH_TOKENS`. */
 function loadTokens(auth: NonNullable<OdgmConfig["auth"]>): TokenEntry[] {
   const entries: TokenEntry[] = [];
@@ -438,6 +443,12 @@ export async function startOdgm(
       headersTimeoutMs: config.limits.headersTimeoutMs,
       ...(config.limits.maxConnections > 0 ? { maxConnections: config.limits.maxConnections } : {}),
     });
+    if (authorizer === undefined && !isLoopback(config.http.host)) {
+      logger.warn(
+        { host: config.http.host },
+        "authentication is off: anyone who reaches this port may read, write and administer; set ODGM_AUTH_TOKENS_FILE (see the odgm README, Authentication)",
+      );
+    }
     const host = config.http.host === "0.0.0.0" ? "127.0.0.1" : config.http.host;
     const url = `${server.scheme}://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`;
     logger.info(

@@ -339,3 +339,19 @@ describe("rotating tokens", () => {
     }
   });
 });
+
+describe("without tokens", () => {
+  it("a node listening beyond loopback warns that authentication is off", async () => {
+    const { startOdgmProcess } = await import("./fixtures/odgm-process.js");
+    const dir = await tempDir("odgm-auth-off-");
+    const open = await startOdgmProcess({ ODGM_DATA_DIR: dir, ODGM_HTTP_HOST: "0.0.0.0" });
+    const local = await startOdgmProcess({ ODGM_DATA_DIR: `${dir}-2` });
+    try {
+      expect(open.output()).toContain("authentication is off");
+      expect(local.output()).not.toContain("authentication is off");
+    } finally {
+      for (const p of [open, local]) p.child.kill("SIGTERM");
+      await Promise.all([open.exited, local.exited]);
+    }
+  });
+});
