@@ -136,6 +136,35 @@ describe("loadConfig", () => {
     );
   });
 
+  it("authentication: off by default; tokens turn it on; a cluster needs mutual TLS", () => {
+    expect(loadConfig({}).auth).toBeUndefined();
+    // ODGM_AUTH_METRICS alone does not turn authentication on.
+    expect(loadConfig({ ODGM_AUTH_METRICS: "open" }).auth).toBeUndefined();
+    expect(loadConfig({ ODGM_AUTH_TOKENS_FILE: "/etc/odgm/tokens" }).auth).toEqual({
+      tokensFile: "/etc/odgm/tokens",
+      metrics: "read",
+    });
+    expect(loadConfig({ ODGM_AUTH_TOKENS: "read x", ODGM_AUTH_METRICS: "OPEN" }).auth).toEqual({
+      tokens: "read x",
+      metrics: "open",
+    });
+    expect(errorOf({ ODGM_AUTH_METRICS: "public" }).variable).toBe("ODGM_AUTH_METRICS");
+    const cluster = errorOf({
+      ODGM_AUTH_TOKENS: "read x",
+      ODGM_MEMBERS: "1=http://a:1,2=http://b:1",
+    });
+    expect(cluster.variable).toBe("ODGM_AUTH_TOKENS");
+    expect(cluster.message).toMatch(/needs mutual TLS/);
+    const tls = { ODGM_TLS_CERT: "c.pem", ODGM_TLS_KEY: "k.pem", ODGM_TLS_CA: "ca.pem" };
+    expect(
+      loadConfig({
+        ...tls,
+        ODGM_AUTH_TOKENS: "read x",
+        ODGM_MEMBERS: "1=https://a:1,2=https://b:1",
+      }).auth?.tokens,
+    ).toBe("read x");
+  });
+
   it("parses ODGM_COLLECTION in the seed-era JSON format", () => {
     const c = loadConfig({
       ODGM_COLLECTION: JSON.stringify([

@@ -22,6 +22,18 @@ export interface OdgmConfig {
     | { readonly certFile: string; readonly keyFile: string; readonly caFile?: string }
     | undefined;
   /** `ODGM_DATA_DIR` (default `./data`): where RocksDB keeps the node's data. */
+  /**
+   * Bearer-token authentication, on when `ODGM_AUTH_TOKENS_FILE` or `ODGM_AUTH_TOKENS` is
+   * set (both: their entries together); `undefined`: off. `ODGM_AUTH_METRICS` (`read`, the
+   * default, or `open`) says whether `/metrics` needs a token.
+   */
+  readonly auth:
+    | {
+        readonly tokensFile?: string;
+        readonly tokens?: string;
+        readonly metrics: "open" | "read";
+      }
+    | undefined;
   readonly dataDir: string;
   /** `ODGM_STORAGE` (default `rocksdb`): `memory` keeps nothing across restarts. */
   readonly storage: "rocksdb" | "memory";
@@ -163,6 +175,33 @@ function configError(variable: string, message: string): OdgmError {
 
 const TRUE = new Set(["1", "true", "yes", "on"]);
 const FALSE = new Set(["0", "false", "no", "off"]);
+
+function parseAuth(
+  env: Env,
+  cluster: ClusterConfig,
+  caFile: string | undefined,
+): OdgmConfig["auth"] {
+  const tokensFile = env.ODGM_AUTH_TOKENS_FILE?.trim() || undefined;
+  const tokens = env.ODGM_AUTH_TOKENS?.trim() || undefined;
+  const metrics = (env.ODGM_AUTH_METRICS?.trim() || "read").toLowerCase();
+  if (metrics !== "open" && metrics !== "read") {
+    throw configError("ODGM_AUTH_METRICS", `expected open or read, got ${JSON.stringify(metrics)}`);
+  }
+  if (tokensFile === undefined && tokens === undefined) return undefined;
+  // Members forward writes and reads to each other; with tokens on, they must know each
+  // other by certificate.
+  if (cluster.members.size > 1 && caFile === undefined) {
+    throw configError(
+      tokensFile === undefined ? "ODGM_AUTH_TOKENS" : "ODGM_AUTH_TOKENS_FILE",
+      "a cluster with authentication needs mutual TLS between its members: set ODGM_TLS_CERT, ODGM_TLS_KEY and ODGM_TLS_CA",
+    );
+  }
+  return {
+    ...(tokensFile === undefined ? {} : { tokensFile }),
+    ...(tokens === undefined ? {} : { tokens }),
+    metrics,
+  };
+}
 
 function parseZenoh(env: Env): OdgmConfig["zenoh"] {
   const endpoint = env.ODGM_ZENOH_ENDPOINT?.trim() || undefined;
@@ -364,8 +403,10 @@ export function loadConfig(env: Env): OdgmConfig {
       "a cluster served over TLS needs ODGM_TLS_CA, the CA that signs every member's certificate: nodes authenticate each other with it",
     );
   }
+  const auth = parseAuth(env, cluster, caFile);
   return {
     http: { host, port },
+    auth,
     tls:
       certFile === undefined || keyFile === undefined
         ? undefined

@@ -187,11 +187,19 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     }
     let writes = 0;
     let deletes = 0;
+    let stringWrites = 0;
     for (const c of result.changed) {
       if (c.action === "delete") deletes++;
-      else writes++;
+      else {
+        writes++;
+        if (!c.numeric) stringWrites++;
+      }
     }
     if (writes > 0) metrics.entryWrites.inc({ collection: ref.cls }, writes);
+    if (stringWrites > 0) metrics.entriesStringSet.inc({ collection: ref.cls }, stringWrites);
+    if (ref.id.kind === "string" && !result.existedBefore && result.exists) {
+      metrics.objectsStringCreated.inc({ collection: ref.cls });
+    }
     if (deletes > 0) metrics.entryDeletes.inc({ collection: ref.cls }, deletes);
     if (numericPolicy === "warn" && result.exists && !result.existedBefore) {
       metrics.numericIdCreates.inc({ collection: ref.cls, outcome: "created" });

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { create } from "@bufbuild/protobuf";
+import { create, type DescService } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
@@ -19,6 +19,8 @@ import {
 } from "@oprc/grpc-api";
 import { createRestGateway } from "@oprc/rest-gateway";
 import { type Logger, pino } from "pino";
+import { type Authorizer, createAuthorizer } from "./auth/authorizer.js";
+import { createTokenSet, parseTokenEntries, type TokenEntry } from "./auth/token-set.js";
 import { registerChangesRoute } from "./changefeed/changes-route.js";
 import { startChangeLogCompaction } from "./changefeed/compaction.js";
 import { createWatchServiceImpl } from "./changefeed/watch-service.js";
@@ -42,7 +44,7 @@ import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js"
 import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { isOdgmError, OdgmError } from "./odgm-error.js";
 import { createDualProtocolServer } from "./server/dual-protocol-server.js";
-import { peersOnly } from "./server/peer-auth.js";
+import { isAuthenticatedPeer, peersOnly } from "./server/peer-auth.js";
 import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 import { createZenohService, type ZenohService } from "./zenoh/zenoh-service.js";
@@ -60,7 +62,7 @@ export interface StartOdgmOptions {
   readonly engine?: KvEngine;
   /**
    * Connect interceptors added after the node's own (metrics and tracing), applied on every
-   * path a call takes (connect-node, the gRPC fast path, REST's in-process transport).
+   * path a call takes (connect-node, the gRPC fast path, REST's in-process client).
    */
   readonly interceptors?: readonly Interceptor[];
 }
@@ -90,6 +92,54 @@ export interface OdgmNode {
    * this on SIGHUP). Throws when the files do not load; the old certificate stays.
    */
   reloadTls(): void;
+  /**
+   * Re-reads `ODGM_AUTH_TOKENS_FILE` (and `ODGM_AUTH_TOKENS`) for the calls that follow (the
+   * `odgm` command does this on SIGHUP) and returns how many tokens are configured. Throws
+   * when authentication is off or the tokens do not load; the old tokens then stay.
+   */
+  reloadAuth(): number;
+  /**
+   * Bearer-token authorization (`ODGM_AUTH_TOKENS_FILE`, `ODGM_AUTH_TOKENS`); `undefined`
+   * when authentication is off.
+   */
+  readonly authorizer: Authorizer | undefined;
+  /** What the node serves: every registered RPC service and every REST route. */
+  readonly served: {
+    readonly services: readonly DescService[];
+    readonly routes: readonly { readonly method: string; readonly path: string }[];
+  };
+}
+
+/** True for an address only this machine reaches. */
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || host.startsWith("127.");
+}
+
+/** Reads the token entries of `ODGM_AUTH_TOKENS_FILE` and `ODGM_AUTH_TOKENS`. */
+function loadTokens(auth: NonNullable<OdgmConfig["auth"]>): TokenEntry[] {
+  const entries: TokenEntry[] = [];
+  if (auth.tokensFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(auth.tokensFile, "utf8");
+    } catch (err) {
+      throw new OdgmError("invalid_config", `ODGM_AUTH_TOKENS_FILE: ${(err as Error).message}`, {
+        cause: err,
+        variable: "ODGM_AUTH_TOKENS_FILE",
+      });
+    }
+    entries.push(...parseTokenEntries(text, "ODGM_AUTH_TOKENS_FILE"));
+  }
+  if (auth.tokens !== undefined)
+    entries.push(...parseTokenEntries(auth.tokens, "ODGM_AUTH_TOKENS"));
+  if (entries.length === 0) {
+    throw new OdgmError(
+      "invalid_config",
+      "authentication is on but ODGM_AUTH_TOKENS_FILE / ODGM_AUTH_TOKENS list no token: nobody could call the node",
+      { variable: auth.tokensFile === undefined ? "ODGM_AUTH_TOKENS" : "ODGM_AUTH_TOKENS_FILE" },
+    );
+  }
+  return entries;
 }
 
 /** Cluster events as metrics. */
@@ -155,6 +205,14 @@ export async function startOdgm(
   // Read before anything opens, so a missing or unreadable file fails the start at once.
   const tlsFiles = tlsConfig === undefined ? undefined : readTls(tlsConfig);
   const metrics = createOdgmMetrics();
+  const authorizer =
+    config.auth === undefined
+      ? undefined
+      : createAuthorizer({
+          tokens: createTokenSet(loadTokens(config.auth)),
+          metricsAccess: config.auth.metrics,
+          metrics,
+        });
   const engine = options.engine ?? (await openEngine(config));
   const functions = createFunctionClientPool({ maxMessageBytes: config.limits.maxMessageBytes });
   let shards: ShardManager | undefined;
@@ -289,6 +347,7 @@ export async function startOdgm(
       unicode: config.features.unicodeIds,
       onInternalError: (cause: unknown, info: { procedure: string }) =>
         logger.error({ err: cause, procedure: info.procedure }, "internal error"),
+      onIdNormalized: (ns: number) => metrics.idNormalizeNs.observe(ns),
     };
     const collectionAdmin = {
       list: () => registry.list(),
@@ -333,8 +392,10 @@ export async function startOdgm(
       ],
       interceptors: [
         createRpcInterceptor(createRpcInstrument(metrics)),
+        ...(authorizer === undefined ? [] : [authorizer.interceptor]),
         ...(options.interceptors ?? []),
       ],
+      ...(authorizer === undefined ? {} : { inProcessInterceptors: [authorizer.trustInterceptor] }),
       maxMessageBytes: config.limits.maxMessageBytes,
       fastPath: config.grpcFastPath,
     });
@@ -379,7 +440,18 @@ export async function startOdgm(
     registerChangesRoute(app, pipeline.client(WatchService));
     registerClusterRoutes(app, clusterNode);
 
-    const handler = pipeline.handler(getRequestListener(app.fetch) as never);
+    const restFetch = authorizer === undefined ? app.fetch : authorizer.guardFetch(app.fetch);
+    const served = pipeline.handler(getRequestListener(restFetch) as never);
+    const handler: typeof served =
+      authorizer === undefined
+        ? served
+        : (req, res) => {
+            authorizer.markPeer(
+              req.headers,
+              tlsFiles?.ca !== undefined && isAuthenticatedPeer(req),
+            );
+            served(req, res);
+          };
     const server = await createDualProtocolServer({
       host: config.http.host,
       port: config.http.port,
@@ -390,6 +462,12 @@ export async function startOdgm(
       headersTimeoutMs: config.limits.headersTimeoutMs,
       ...(config.limits.maxConnections > 0 ? { maxConnections: config.limits.maxConnections } : {}),
     });
+    if (authorizer === undefined && !isLoopback(config.http.host)) {
+      logger.warn(
+        { host: config.http.host },
+        "authentication is off: anyone who reaches this port may read, write and administer; set ODGM_AUTH_TOKENS_FILE (see the odgm README, Authentication)",
+      );
+    }
     const host = config.http.host === "0.0.0.0" ? "127.0.0.1" : config.http.host;
     const url = `${server.scheme}://${host.includes(":") ? `[${host}]` : host}:${server.address.port}`;
     logger.info(
@@ -402,7 +480,8 @@ export async function startOdgm(
       "odgm listening (gRPC over h2c, gRPC-Web, Connect and REST over HTTP/1.1 and h2c)",
     );
 
-    // Zenoh (ODGM_ZENOH_ENDPOINT): the same DataService handlers, in process, like REST.
+    // Zenoh (ODGM_ZENOH_ENDPOINT): the same DataService handlers, in process, like REST, but
+    // each call checked like a network one (a token rides in the query's or sample's attachment).
     const zenohConfig = config.zenoh;
     zenoh =
       zenohConfig === undefined
@@ -411,8 +490,8 @@ export async function startOdgm(
             endpoint: zenohConfig.endpoint,
             retryMs: zenohConfig.retryMs,
             nodeId: config.cluster.nodeId,
-            data: pipeline.data,
-            functions: pipeline.functions,
+            data: pipeline.edge.data,
+            functions: pipeline.edge.functions,
             shards: () => manager.all(),
             // Every node receives a put; the one serving the partition applies it (on a
             // raft partition its leader). Unknown collections: every node refuses it.
@@ -427,6 +506,11 @@ export async function startOdgm(
             timeoutMs: config.limits.invokeTimeoutMs,
           });
     if (zenoh !== undefined) publishTrigger = zenoh.publishTrigger;
+    if (zenoh !== undefined && authorizer !== undefined) {
+      logger.info(
+        "Zenoh requests need a bearer token in their attachment (Bearer <token>); change events and trigger publications are not checked: restrict who may subscribe with the Zenoh router's access control",
+      );
+    }
 
     // odgm_objects_pending_conversion_total: counted in the background, so a large legacy
     // keyspace never delays the start; MaintenanceService conversions count it down.
@@ -455,6 +539,22 @@ export async function startOdgm(
       registry,
       shards: manager,
       logger,
+      authorizer,
+      served: {
+        services: pipeline.services,
+        routes: app.routes
+          .filter((r) => r.method !== "ALL")
+          .map((r) => ({ method: r.method, path: r.path })),
+      },
+      reloadAuth() {
+        if (config.auth === undefined || authorizer === undefined) {
+          throw new OdgmError("invalid_config", "authentication is not configured");
+        }
+        const entries = loadTokens(config.auth);
+        authorizer.setTokens(createTokenSet(entries));
+        logger.info({ tokens: entries.length }, "reloaded the bearer tokens");
+        return entries.length;
+      },
       reloadTls() {
         if (tlsConfig === undefined) throw new OdgmError("invalid_config", "TLS is not configured");
         server.setTls(readTls(tlsConfig));

@@ -33,6 +33,12 @@ export interface GrpcApiOptions {
    * "internal error"). Default: writes one line to `console.error`, so causes are never lost.
    */
   onInternalError?: ((cause: unknown, info: InternalErrorInfo) => void) | undefined;
+  /**
+   * Receives the time, in nanoseconds, spent normalizing each string object id a request
+   * carries (`object_id_str`, spec §2), including ids refused as invalid. Default: none
+   * (and nothing is timed).
+   */
+  onIdNormalized?: ((nanoseconds: number) => void) | undefined;
 }
 
 /** {@link GrpcApiOptions} with every default applied. */
@@ -44,6 +50,7 @@ export interface ResolvedGrpcApiOptions {
   readonly listDefaultLimit: number;
   readonly listMaxLimit: number;
   readonly onInternalError: (cause: unknown, info: InternalErrorInfo) => void;
+  readonly onIdNormalized: ((nanoseconds: number) => void) | undefined;
 }
 
 const defaultOnInternalError = (cause: unknown, info: InternalErrorInfo): void => {
@@ -77,5 +84,6 @@ export function resolveGrpcApiOptions(options: GrpcApiOptions = {}): ResolvedGrp
     listDefaultLimit,
     listMaxLimit,
     onInternalError: options.onInternalError ?? defaultOnInternalError,
+    onIdNormalized: options.onIdNormalized,
   };
 }

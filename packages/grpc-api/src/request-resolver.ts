@@ -1,4 +1,4 @@
-import type { EntryKey, NormalizeOptions } from "@oprc/oprc-id";
+import type { EntryKey, NormalizeOptions, ObjectIdentity } from "@oprc/oprc-id";
 import {
   buildIdentity,
   canonicalEntryKey,
@@ -40,7 +40,19 @@ export interface RequestResolver {
 /** Creates a {@link RequestResolver} for the given options. */
 export function createRequestResolver(options: ResolvedGrpcApiOptions): RequestResolver {
   const norm: NormalizeOptions = { maxLength: options.maxIdLength, unicode: options.unicode };
-  const { stringIds, stringKeys, listDefaultLimit, listMaxLimit } = options;
+  const { stringIds, stringKeys, listDefaultLimit, listMaxLimit, onIdNormalized } = options;
+  /** {@link buildIdentity}, timed for {@link ResolvedGrpcApiOptions.onIdNormalized} when a string id is given. */
+  const identity = (input: { numeric: bigint; str?: string }): ObjectIdentity => {
+    if (onIdNormalized === undefined || input.str === undefined || input.str === "") {
+      return buildIdentity(input, norm);
+    }
+    const started = process.hrtime.bigint();
+    try {
+      return buildIdentity(input, norm);
+    } finally {
+      onIdNormalized(Number(process.hrtime.bigint() - started));
+    }
+  };
 
   const partition = (cls: string, partitionId: number): PartitionRef => {
     if (cls === "") throw new DataPlaneError("invalid_argument", "cls_id is required");
@@ -79,7 +91,7 @@ export function createRequestResolver(options: ResolvedGrpcApiOptions): RequestR
       const p = partition(cls, partitionId);
       const input: { numeric: bigint; str?: string } = { numeric: objectId };
       if (objectIdStr !== undefined) input.str = objectIdStr;
-      const id = buildIdentity(input, norm);
+      const id = identity(input);
       if (id.kind === "string" && !stringIds && !isCanonicalU64(id.id)) {
         throw new DataPlaneError("unimplemented", "string object ids are disabled on this node");
       }

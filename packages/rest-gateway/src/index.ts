@@ -1,5 +1,10 @@
 export type { GatewayErrorCode, GatewayErrorOptions } from "./gateway-error.js";
-export { GATEWAY_ERROR_STATUS, GatewayError, isGatewayError } from "./gateway-error.js";
+export {
+  errorResponse,
+  GATEWAY_ERROR_STATUS,
+  GatewayError,
+  isGatewayError,
+} from "./gateway-error.js";
 export type { HostRoute } from "./openapi-routes.js";
 export type { RestGatewayOptions } from "./rest-gateway.js";
 export {

@@ -28,6 +28,28 @@ describe("createRestGateway options", () => {
     expect((await app.request("/readyz")).status).toBe(200);
   });
 
+  it("the default readiness counts an upstream that wants a token as answering", async () => {
+    const refuse = (code: Code) =>
+      createRestGateway({
+        data: createClient(
+          DataService,
+          createRouterTransport(memoryServiceRoutes(), {
+            router: {
+              interceptors: [
+                () => () => {
+                  throw new ConnectError("no", code);
+                },
+              ],
+            },
+          }),
+        ),
+      });
+    expect((await refuse(Code.Unauthenticated).request("/readyz")).status).toBe(200);
+    expect((await refuse(Code.PermissionDenied).request("/readyz")).status).toBe(200);
+    expect((await refuse(Code.Unavailable).request("/readyz")).status).toBe(503);
+    expect((await gateway().request("/readyz")).status).toBe(200);
+  });
+
   it("readyDetail() adds fields to /readyz without changing readiness", async () => {
     let ready = true;
     const app = gateway({ ready: () => ready, readyDetail: () => ({ zenoh: "down" }) });
@@ -40,6 +62,29 @@ describe("createRestGateway options", () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
       "not ready (zenoh down)",
     );
+  });
+
+  it("passes the request's Authorization and trace context on to the upstream call", async () => {
+    const seen: (string | null)[] = [];
+    const traces: (string | null)[] = [];
+    const transport = createRouterTransport(memoryServiceRoutes(), {
+      router: {
+        interceptors: [
+          (next) => (req) => {
+            seen.push(req.header.get("authorization"));
+            traces.push(req.header.get("traceparent"));
+            return next(req);
+          },
+        ],
+      },
+    });
+    const app = createRestGateway({ data: createClient(DataService, transport) });
+    await app.request("/api/class/c/0/objects/o/values/k", {
+      headers: { authorization: "Bearer t0k3n", traceparent: "00-ab-cd-01" },
+    });
+    await app.request("/api/class/c/0/objects/o/values/k");
+    expect(seen).toEqual(["Bearer t0k3n", null]);
+    expect(traces).toEqual(["00-ab-cd-01", null]);
   });
 
   it("without a function client invocations are 501; without metrics /metrics is 404", async () => {

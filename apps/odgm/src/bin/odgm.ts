@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `odgm` command: a single-node ODGM service configured by ODGM_* variables.
 import { loadConfig } from "../config.js";
+import { startTracing, type Tracing } from "../observability/tracing.js";
 import { type OdgmNode, startOdgm } from "../odgm.js";
 import { isOdgmError } from "../odgm-error.js";
 
@@ -14,6 +15,14 @@ async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig(process.env);
+  } catch (err) {
+    if (isOdgmError(err)) exitWithConfigError(err.message);
+    throw err;
+  }
+  // OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT …): registered before the node creates spans.
+  let tracing: Tracing | undefined;
+  try {
+    tracing = startTracing(process.env);
   } catch (err) {
     if (isOdgmError(err)) exitWithConfigError(err.message);
     throw err;
@@ -35,27 +44,47 @@ async function main(): Promise<void> {
     }
     const running = node;
     running.logger.info({ signal }, "stopping (send the signal again to exit at once)");
-    running.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        running.logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    // Spans of the last requests are exported before the process exits.
+    running
+      .close()
+      .finally(() =>
+        tracing
+          ?.shutdown()
+          .catch((err: unknown) => running.logger.warn({ err }, "could not export the last spans")),
+      )
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          running.logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
-  // SIGHUP re-reads the TLS certificate and key (a renewed certificate, no restart).
+  // SIGHUP re-reads the TLS certificate and key (a renewed certificate, no restart) and
+  // the bearer tokens (a rotated token file).
   process.on("SIGHUP", () => {
-    if (node === undefined || config.tls === undefined) return;
-    try {
-      node.reloadTls();
-    } catch (err) {
-      node.logger.error({ err }, "could not reload the TLS certificate; keeping the old one");
+    if (node === undefined) return;
+    if (config.tls !== undefined) {
+      try {
+        node.reloadTls();
+      } catch (err) {
+        node.logger.error({ err }, "could not reload the TLS certificate; keeping the old one");
+      }
+    }
+    if (config.auth !== undefined) {
+      try {
+        node.reloadAuth();
+      } catch (err) {
+        node.logger.error({ err }, "could not reload the bearer tokens; keeping the old ones");
+      }
     }
   });
   try {
     node = await startOdgm(config);
+    if (tracing !== undefined)
+      node.logger.info({ endpoint: tracing.endpoint }, "exporting traces over OTLP/HTTP");
   } catch (err) {
     // Some configuration (ODGM_COLLECTION against the stored registry) is only checkable here.
     if (isOdgmError(err) && err.code === "invalid_config") exitWithConfigError(err.message);

@@ -16,6 +16,12 @@ export interface OdgmMetrics {
   readonly numericIdCreates: Counter;
   readonly changefeedWatchers: Gauge;
   readonly changefeedCompacted: Counter;
+  /** Objects created under a string id (seed 000 §8 `objects.string.created`). */
+  readonly objectsStringCreated: Counter<"collection">;
+  /** String-keyed entries written (seed 000 §8 `entries.string.set`). */
+  readonly entriesStringSet: Counter<"collection">;
+  /** Time to normalize a request's string object id, ns (seed 000 §8 `id.normalize.ns`). */
+  readonly idNormalizeNs: Histogram;
   readonly rpcRequests: Counter<"method" | "code">;
   readonly rpcDurationMs: Histogram<"method">;
   readonly eventsEmitted: Counter<"collection" | "action">;
@@ -52,6 +58,8 @@ export interface OdgmMetrics {
   readonly zenohEventsPublished: Counter<"collection">;
   /** Zenoh: sessions opened (the first and every reconnect). */
   readonly zenohSessions: Counter;
+  /** Requests refused by authentication (`unauthenticated`) or authorization (`permission_denied`), by surface (`rpc`, `rest`). */
+  readonly authFailures: Counter<"surface" | "reason">;
 }
 
 /**
@@ -129,6 +137,22 @@ export function createOdgmMetrics(): OdgmMetrics {
       "Writes that created (outcome=created) or would have created (outcome=refused) an object addressed by a numeric object_id, counted while ODGM_NUMERIC_ID_CREATES is warn or refuse.",
       ["collection", "outcome"],
     ),
+    objectsStringCreated: c(
+      "odgm_objects_string_created_total",
+      "Objects created under a string id (a write to an object that did not exist).",
+      ["collection"],
+    ),
+    entriesStringSet: c(
+      "odgm_entries_string_set_total",
+      "Entries with string keys written (created or updated).",
+      ["collection"],
+    ),
+    idNormalizeNs: h(
+      "odgm_id_normalize_ns",
+      "Time to normalize a request's string object id, in nanoseconds (refused ids included).",
+      [],
+      [250, 500, 1000, 2500, 5000, 10_000, 25_000, 100_000, 1_000_000],
+    ),
     rpcRequests: c("odgm_rpc_requests_total", "RPCs handled, by method and status code.", [
       "method",
       "code",
@@ -175,6 +199,11 @@ export function createOdgmMetrics(): OdgmMetrics {
       "odgm_zenoh_sessions_total",
       "Zenoh sessions opened (first and reconnects).",
       [],
+    ),
+    authFailures: c(
+      "odgm_auth_failures_total",
+      "Requests refused: no or unknown bearer token (unauthenticated) or missing rights (permission_denied).",
+      ["surface", "reason"],
     ),
     storageWritable: g(
       "odgm_storage_writable",

@@ -1,8 +1,22 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { type Span, SpanStatusCode, trace } from "@opentelemetry/api";
+import {
+  context,
+  propagation,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  trace,
+} from "@opentelemetry/api";
 import type { OdgmMetrics } from "./metrics.js";
 
 const tracer = trace.getTracer("@oprc/odgm");
+
+/** Reads W3C trace context (`traceparent`) from request headers. */
+const HEADERS: TextMapGetter<Headers> = {
+  get: (h, key) => h.get(key) ?? undefined,
+  keys: (h) => [...h.keys()],
+};
 
 /** Status code label values: `invalid_argument`, `not_found`, … (`ok` for success). */
 const CODE_LABEL: ReadonlyMap<number, string> = new Map(
@@ -31,13 +45,16 @@ function objectIdOf(message: unknown): { id: string; str: boolean } | undefined 
  * Runs one RPC under the service's instrumentation: counts it by method and status code,
  * times it, observes string-id lengths and normalization failures, and wraps it in an
  * OpenTelemetry span carrying `rpc.method` and `object.id_str` (a no-op until an SDK
- * registers a tracer provider). `message` is the request (`undefined` for streams).
+ * registers a tracer provider). `message` is the request (`undefined` for streams);
+ * `header`, when given, may carry the caller's trace context (`traceparent`), which the
+ * span joins.
  */
 export type RpcInstrument = <T>(
   service: string,
   method: string,
   message: unknown,
   run: () => Promise<T>,
+  header?: Headers,
 ) => Promise<T>;
 
 /**
@@ -93,10 +110,15 @@ export function createRpcInstrument(metrics: OdgmMetrics): RpcInstrument {
     }
     return ce;
   };
-  return (service, method, message, run) => {
+  return (service, method, message, run, header) => {
     if (!tracingEnabled()) return untraced(method, message, run);
     const started = performance.now();
-    return tracer.startActiveSpan(`${service}/${method}`, async (span: Span) => {
+    const parent =
+      header === undefined
+        ? context.active()
+        : propagation.extract(context.active(), header, HEADERS);
+    const options = { kind: SpanKind.SERVER };
+    return tracer.startActiveSpan(`${service}/${method}`, options, parent, async (span: Span) => {
       span.setAttribute("rpc.system", "grpc");
       span.setAttribute("rpc.method", method);
       const id = objectIdOf(message);
@@ -123,7 +145,11 @@ export function createRpcInstrument(metrics: OdgmMetrics): RpcInstrument {
 /** The Connect interceptor form of {@link createRpcInstrument}. */
 export function createRpcInterceptor(instrument: RpcInstrument): Interceptor {
   return (next) => (req) =>
-    instrument(req.service.typeName, req.method.name, req.stream ? undefined : req.message, () =>
-      next(req),
+    instrument(
+      req.service.typeName,
+      req.method.name,
+      req.stream ? undefined : req.message,
+      () => next(req),
+      req.header,
     );
 }

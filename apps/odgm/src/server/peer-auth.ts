@@ -1,5 +1,6 @@
 // Mutual TLS between cluster nodes: the internal Raft service answers only callers whose
-// client certificate the cluster's CA signed. The data API stays open to any client.
+// client certificate the cluster's CA signed. Other services need no certificate (with
+// bearer tokens on, auth/authorizer.ts checks them, and trusts authenticated peers).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { TLSSocket } from "node:tls";

@@ -45,18 +45,37 @@ export interface ServerPipelineOptions {
   readonly maxMessageBytes: number;
   /** Serve plain gRPC unary calls of DataService and OprcFunction on the fast path. */
   readonly fastPath: boolean;
+  /**
+   * Interceptors the in-process clients run before the server's (the node marks its own calls,
+   * already authorized at the REST or Zenoh edge, as trusted). Default: none.
+   */
+  readonly inProcessInterceptors?: readonly Interceptor[];
 }
 
 /** What a node serves, built once. */
 export interface ServerPipeline {
   /** Registers every service on a Connect router. */
   readonly routes: (router: ConnectRouter) => void;
-  /** DataService, called in process (REST, Zenoh): the same handlers and interceptors. */
+  /** Every service {@link routes} registers. */
+  readonly services: readonly DescService[];
+  /**
+   * DataService, called in process (REST): the same handlers and interceptors, its calls
+   * carrying the `inProcessInterceptors` (the node's trust mark: REST authorized them).
+   */
   readonly data: Client<typeof DataService>;
-  /** OprcFunction, called in process. */
+  /** OprcFunction, called in process like {@link data}. */
   readonly functions: Client<typeof OprcFunction>;
-  /** Any other served service, called in process (e.g. WatchService for REST's SSE route). */
+  /** Any other served service, called in process like {@link data} (e.g. WatchService for SSE). */
   client<S extends DescService>(service: S): Client<S>;
+  /**
+   * DataService and OprcFunction in process without `inProcessInterceptors`, for an edge
+   * whose calls carry their own credentials (Zenoh: a token in the attachment) and are
+   * checked like a network call's.
+   */
+  readonly edge: {
+    readonly data: Client<typeof DataService>;
+    readonly functions: Client<typeof OprcFunction>;
+  };
   /** The request handler: the fast path first, then connect-node, then `fallback` (REST). */
   handler(fallback: NodeHandlerFn): DualRequestHandler;
 }
@@ -71,6 +90,8 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     { service: OprcFunction, impl: functionsImpl },
   ];
   const interceptors = [...o.interceptors];
+  // The caller's interceptors (the trust mark) run before the server's, as on a transport.
+  const trusted = [...(o.inProcessInterceptors ?? []), ...interceptors];
   const routes = (router: ConnectRouter): void => {
     for (const s of unary) router.service(s.service as never, s.impl as never, limits);
     router.service(Health, o.health.impl);
@@ -83,13 +104,18 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     : undefined;
   return {
     routes,
-    data: createInProcessClient(DataService, dataImpl, interceptors),
+    services: [...unary.map((s) => s.service), Health, ...o.services.map((s) => s.service)],
+    data: createInProcessClient(DataService, dataImpl, trusted),
+    functions: createInProcessClient(OprcFunction, functionsImpl, trusted),
     client(service) {
       const served = o.services.find((s) => s.service.typeName === service.typeName);
       if (served === undefined) throw new Error(`${service.typeName} is not served`);
-      return createInProcessClient(service, served.impl, interceptors);
+      return createInProcessClient(service, served.impl, trusted);
     },
-    functions: createInProcessClient(OprcFunction, functionsImpl, interceptors),
+    edge: {
+      data: createInProcessClient(DataService, dataImpl, interceptors),
+      functions: createInProcessClient(OprcFunction, functionsImpl, interceptors),
+    },
     handler(fallback) {
       const connect = connectNodeAdapter({ routes, interceptors, ...limits, fallback });
       return (req, res) => {

@@ -62,6 +62,12 @@ export interface ZenohErrorBody {
   readonly message: string;
 }
 
+/** Options of one in-process call. */
+interface CallOpts {
+  readonly timeoutMs: number;
+  readonly headers?: Record<string, string>;
+}
+
 /** EmptyResponse, encoded. */
 const EMPTY = toBinary(EmptyResponseSchema, create(EmptyResponseSchema));
 
@@ -98,11 +104,23 @@ const entryKey = (key: string) => (isNumericEntryKey(key) ? { key: Number(key) }
  */
 export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataHandlers {
   const { data, functions } = o;
-  const call = () => ({ timeoutMs: o.timeoutMs });
+  /**
+   * Call options of one query or sample: its deadline and, when it carries an attachment
+   * other than a node's trigger marker, that attachment as the call's `authorization`
+   * header (`Bearer <token>`), checked like any gRPC call's.
+   */
+  const callOf = (attachment: string | undefined): CallOpts =>
+    attachment === undefined || attachment === "" || attachment === TRIGGER_ATTACHMENT
+      ? { timeoutMs: o.timeoutMs }
+      : { timeoutMs: o.timeoutMs, headers: { authorization: attachment } };
   const count = (kind: string, outcome: string) => o.metrics.zenohRequests.inc({ kind, outcome });
 
   /** Runs the invocation a key and payload describe. */
-  const invoke = async (key: Extract<OdgmKey, { kind: "invoke" }>, payload: Uint8Array) => {
+  const invoke = async (
+    key: Extract<OdgmKey, { kind: "invoke" }>,
+    payload: Uint8Array,
+    opts: CallOpts,
+  ) => {
     if (key.object === undefined) {
       const req = decode(InvocationRequestSchema, payload, "InvocationRequest");
       return functions.invokeFn(
@@ -113,7 +131,7 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
           partitionId: key.partition,
           fnId: key.fn,
         },
-        call(),
+        opts,
       );
     }
     // The key names the target; identity fields in the payload are ignored.
@@ -125,16 +143,20 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
         ...identity(key.object),
         fnId: key.fn,
       },
-      call(),
+      opts,
     );
   };
 
   /** The reply payload to a query on `key`, or a thrown error. */
-  const answer = async (key: OdgmKey, payload: Uint8Array | undefined): Promise<Uint8Array> => {
+  const answer = async (
+    key: OdgmKey,
+    payload: Uint8Array | undefined,
+    opts: CallOpts,
+  ): Promise<Uint8Array> => {
     if (key.kind === "invoke") {
       if (key.asyncId !== undefined)
         throw new KeyError("async invocation keys take puts; query …/invokes/<fn> for a result");
-      const res = await invoke(key, payload ?? new Uint8Array(0));
+      const res = await invoke(key, payload ?? new Uint8Array(0), opts);
       return toBinary(InvocationResponseSchema, res);
     }
     const id = identity(key.object);
@@ -147,16 +169,16 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
       case "object":
         switch (key.op) {
           case "none": {
-            const res = await data.get(id, call());
+            const res = await data.get(id, opts);
             return toBinary(ObjDataSchema, res.obj ?? create(ObjDataSchema));
           }
           case "set": {
             const object = decode(ObjDataSchema, need("set"), "ObjData");
-            await data.set({ ...id, object }, call());
+            await data.set({ ...id, object }, opts);
             return EMPTY;
           }
           case "delete":
-            await data.delete(id, call());
+            await data.delete(id, opts);
             return EMPTY;
           default:
             throw new ConnectError("change keys are published, not queried", Code.InvalidArgument);
@@ -166,26 +188,30 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
           case "none":
             return toBinary(
               ValueResponseSchema,
-              await data.getValue({ ...id, ...entryKey(key.key) }, call()),
+              await data.getValue({ ...id, ...entryKey(key.key) }, opts),
             );
           case "set": {
             const value = decode(ValDataSchema, need("set"), "ValData");
-            await data.setValue({ ...id, ...entryKey(key.key), value }, call());
+            await data.setValue({ ...id, ...entryKey(key.key), value }, opts);
             return EMPTY;
           }
           case "delete":
-            await data.deleteValue({ ...id, ...entryKey(key.key) }, call());
+            await data.deleteValue({ ...id, ...entryKey(key.key) }, opts);
             return EMPTY;
           default:
             throw new ConnectError("change keys are published, not queried", Code.InvalidArgument);
         }
       case "batch":
-        await batch(key.object, need("values-batch"));
+        await batch(key.object, need("values-batch"), opts);
         return EMPTY;
     }
   };
 
-  const batch = async (object: ObjectAddress, payload: Uint8Array): Promise<void> => {
+  const batch = async (
+    object: ObjectAddress,
+    payload: Uint8Array,
+    opts: CallOpts,
+  ): Promise<void> => {
     const req = decode(BatchSetValuesRequestSchema, payload, "BatchSetValuesRequest");
     // The key names the object; identity fields in the payload are ignored.
     await data.batchSetValues(
@@ -197,7 +223,7 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
           ? {}
           : { expectedObjectVersion: req.expectedObjectVersion }),
       },
-      call(),
+      opts,
     );
   };
 
@@ -206,7 +232,8 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
       const keyExpr = query.keyExpr();
       try {
         const key = parseOdgmKey(keyExpr.toString());
-        const reply = await answer(key, query.payload()?.toBytes());
+        const opts = callOf(query.attachment()?.toString());
+        const reply = await answer(key, query.payload()?.toBytes(), opts);
         await query.reply(keyExpr, reply, { encoding: Encoding.APPLICATION_PROTOBUF });
         count("query", "ok");
       } catch (err) {
@@ -225,6 +252,8 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
     async onSample(sample) {
       const kind = sample.kind() === SampleKind.DELETE ? "delete" : "put";
       const keyExpr = sample.keyexpr().toString();
+      const attachment = sample.attachment()?.toString();
+      const opts = callOf(attachment);
       try {
         const key = parseOdgmKey(keyExpr);
         if ((key.kind === "object" || key.kind === "value") && key.op === "change") return; // events
@@ -232,9 +261,9 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
           if (key.asyncId === undefined || kind === "delete")
             throw new KeyError(`${kind} on ${JSON.stringify(keyExpr)} is not served; query it`);
           // A node's fired trigger: already delivered through the function route.
-          if (sample.attachment()?.toString() === TRIGGER_ATTACHMENT) return;
+          if (attachment === TRIGGER_ATTACHMENT) return;
           if (o.appliesSample !== undefined && !o.appliesSample(key)) return;
-          const res = await invoke(key, sample.payload().toBytes());
+          const res = await invoke(key, sample.payload().toBytes(), opts);
           count(kind, "ok");
           o.logger.debug({ key: keyExpr, status: res.status }, "async invocation done");
           return;
@@ -243,18 +272,18 @@ export function createZenohDataHandlers(o: ZenohDataHandlersOptions): ZenohDataH
         const id = identity(key.object);
         const payload = sample.payload().toBytes();
         if (key.kind === "object" && key.op === "none") {
-          if (kind === "delete") await data.delete(id, call());
-          else await data.set({ ...id, object: decode(ObjDataSchema, payload, "ObjData") }, call());
+          if (kind === "delete") await data.delete(id, opts);
+          else await data.set({ ...id, object: decode(ObjDataSchema, payload, "ObjData") }, opts);
         } else if (key.kind === "value" && key.op === "none") {
           const k = entryKey(key.key);
-          if (kind === "delete") await data.deleteValue({ ...id, ...k }, call());
+          if (kind === "delete") await data.deleteValue({ ...id, ...k }, opts);
           else
             await data.setValue(
               { ...id, ...k, value: decode(ValDataSchema, payload, "ValData") },
-              call(),
+              opts,
             );
         } else if (key.kind === "batch" && kind === "put") {
-          await batch(key.object, payload);
+          await batch(key.object, payload, opts);
         } else {
           throw new KeyError(`${kind} on ${JSON.stringify(keyExpr)} is not served; use a query`);
         }

@@ -92,7 +92,13 @@ export function createZenohService(o: ZenohServiceOptions): ZenohService {
       await session.declareQueryable(capabilitiesKey(o.nodeId), {
         handler: async (query: Query) => {
           try {
-            const caps = await o.data.capabilities({}, { timeoutMs: o.timeoutMs });
+            const auth = query.attachment()?.toString();
+            const caps = await o.data.capabilities(
+              {},
+              auth === undefined || auth === ""
+                ? { timeoutMs: o.timeoutMs }
+                : { timeoutMs: o.timeoutMs, headers: { authorization: auth } },
+            );
             await query.reply(query.keyExpr(), toBinary(CapabilitiesResponseSchema, caps), {
               encoding: Encoding.APPLICATION_PROTOBUF,
             });

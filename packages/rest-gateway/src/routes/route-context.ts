@@ -13,6 +13,9 @@ import {
   rawPathSegments,
 } from "../path-segments.js";
 
+/** Request headers every upstream call carries on. */
+const PASSED_ON = ["authorization", "traceparent", "tracestate"] as const;
+
 /** A route handler. */
 export type Handler = (c: Context) => Promise<Response> | Response;
 
@@ -24,7 +27,11 @@ export interface RouteContext {
   readonly tids: TidClock;
   /** Registers `handler` for the route with this operation id (or this route) and documents it. */
   bind(route: string | RouteConfig, handler: Handler): void;
-  /** The options of one upstream call: the request's abort signal and the deadline. */
+  /**
+   * The options of one upstream call: the request's abort signal, the deadline and the
+   * request's `Authorization` header (so a node with authentication on checks the caller)
+   * and W3C trace context (`traceparent`, `tracestate`: the call joins the caller's trace).
+   */
   call(c: Context): CallOptions;
   /** `/api/class/:cls/:pid/…` */
   classOf(c: Context): ClassTarget;
@@ -86,6 +93,12 @@ export function createRouteContext(
         },
       };
       if (timeoutMs > 0) o.timeoutMs = timeoutMs;
+      const headers: Record<string, string> = {};
+      for (const name of PASSED_ON) {
+        const v = c.req.header(name);
+        if (v !== undefined) headers[name] = v;
+      }
+      if (Object.keys(headers).length > 0) o.headers = headers;
       return o;
     },
     classOf,

@@ -1,4 +1,5 @@
 import { toJson } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { CapabilitiesResponseSchema } from "@oprc/grpc-api";
 import { hashId, partitionOf } from "@oprc/oprc-id";
 import { errorResponse, GatewayError } from "../gateway-error.js";
@@ -37,8 +38,10 @@ export function bindServiceRoutes(ctx: RouteContext, options: ServiceRouteOption
       try {
         await data.capabilities({}, { timeoutMs: 2000 });
         return true;
-      } catch {
-        return false;
+      } catch (err) {
+        // A node that wants a token for Capabilities is up and answering: the probe has none.
+        const code = ConnectError.from(err).code;
+        return code === Code.Unauthenticated || code === Code.PermissionDenied;
       }
     });
   ctx.bind("readyz", async (c) => {
