@@ -12,9 +12,8 @@ import type { ChangedKey } from "./mutation-context.js";
 import {
   type EventInfoFields,
   encodeTriggerPayloadBinary,
-  encodeTriggerPayloadJsonString,
+  encodeTriggerPayloadJson,
   type TriggerPayloadFields,
-  utf8Payload,
 } from "./payload-codec.js";
 
 /** Context key carrying a string entry key, for consumers older than `EventInfo.key_str`. */
@@ -150,6 +149,6 @@ export function encodeTriggerPayload(
   format: PayloadFormat,
 ): Uint8Array {
   return format === "json"
-    ? utf8Payload(encodeTriggerPayloadJsonString(payload))
+    ? encodeTriggerPayloadJson(payload)
     : encodeTriggerPayloadBinary(payload);
 }
