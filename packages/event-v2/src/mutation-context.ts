@@ -90,9 +90,16 @@ export function classifyChange(
   return existedBefore ? "update" : "create";
 }
 
+// The canonical-u32 rule, skipping the scan for keys that do not start with a digit
+// (most string keys): the hot path then makes no call at all for them.
+function isNumericKey(key: string): boolean {
+  const c = key.charCodeAt(0);
+  return c >= 48 && c <= 57 && isCanonicalU32(key);
+}
+
 /** Builds a {@link ChangedKey}, deriving `numeric` from the canonical-u32 rule (spec §2). */
 export function changedKey(key: string, action: MutationAction): ChangedKey {
-  return { key, numeric: isCanonicalU32(key), action };
+  return { key, numeric: isNumericKey(key), action };
 }
 
 /**
@@ -101,7 +108,7 @@ export function changedKey(key: string, action: MutationAction): ChangedKey {
  */
 export function objectDeleteChanges(keysBefore: Iterable<string>): ChangedKey[] {
   const out: ChangedKey[] = [];
-  for (const key of keysBefore) out.push({ key, numeric: isCanonicalU32(key), action: "delete" });
+  for (const key of keysBefore) out.push({ key, numeric: isNumericKey(key), action: "delete" });
   return out;
 }
 
@@ -135,7 +142,7 @@ export function mutationContextFromResult(
   }
   for (let i = 0; i < changed.length; i++) {
     const c = changed[i] as ChangedKey;
-    if (c.numeric !== isCanonicalU32(c.key)) {
+    if (c.numeric !== isNumericKey(c.key)) {
       throw new EventV2Error(
         "invalid_argument",
         `changed key ${JSON.stringify(c.key)} has numeric=${c.numeric}, expected ${!c.numeric}`,
