@@ -527,9 +527,7 @@ export function encodeTriggerPayloadJsonString(payload: TriggerPayloadFields): s
  * in one pass into a pooled view.
  */
 export function encodeTriggerPayloadJson(payload: TriggerPayloadFields): Uint8Array {
-  return (
-    encodeJsonInWindow(payload) ?? utf8Payload(encodeTriggerPayloadJsonString(payload))
-  );
+  return encodeJsonInWindow(payload) ?? utf8Payload(encodeTriggerPayloadJsonString(payload));
 }
 
 // Writes a string known to be ASCII (property names, digits, base64) at `p`.
