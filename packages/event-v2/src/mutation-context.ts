@@ -90,11 +90,20 @@ export function classifyChange(
   return existedBefore ? "update" : "create";
 }
 
-// The canonical-u32 rule, skipping the scan for keys that do not start with a digit
-// (most string keys): the hot path then makes no call at all for them.
+// The canonical-u32 rule (`isCanonicalU32`), decided locally for keys of 1–9 characters:
+// a canonical decimal that short is below 10^9 < 2^32, so no upper-bound comparison is
+// needed. Empty keys and keys of 10 or more characters go to `isCanonicalU32`. Keeps the
+// per-key cost of context creation to one short scan without a cross-package call.
 function isNumericKey(key: string): boolean {
-  const c = key.charCodeAt(0);
-  return c >= 48 && c <= 57 && isCanonicalU32(key);
+  const n = key.length;
+  if (n === 0 || n > 9) return isCanonicalU32(key);
+  const first = key.charCodeAt(0);
+  if (first < 49 || first > 57) return first === 48 && n === 1; // "0" only; no leading zeros
+  for (let i = 1; i < n; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
 }
 
 /** Builds a {@link ChangedKey}, deriving `numeric` from the canonical-u32 rule (spec §2). */
