@@ -90,15 +90,17 @@ export function classifyChange(
   return existedBefore ? "update" : "create";
 }
 
-// The canonical-u32 rule (`isCanonicalU32`), decided locally for keys of 1–9 characters:
-// a canonical decimal that short is below 10^9 < 2^32, so no upper-bound comparison is
-// needed. Empty keys and keys of 10 or more characters go to `isCanonicalU32`. Keeps the
-// per-key cost of context creation to one short scan without a cross-package call.
+// The canonical-u32 rule (`isCanonicalU32`), decided locally except for keys of 10 or
+// more characters that start with 1–9: keys that do not start with a digit (and "") are
+// not canonical, "0…" is canonical only as "0", and a canonical decimal under 10 digits is
+// below 10^9 < 2^32, so it needs no upper-bound comparison. Keeps context creation to one
+// short scan per key without a cross-package call.
 function isNumericKey(key: string): boolean {
+  const first = key.charCodeAt(0); // NaN for ""
+  if (!(first >= 48 && first <= 57)) return false;
   const n = key.length;
-  if (n === 0 || n > 9) return isCanonicalU32(key);
-  const first = key.charCodeAt(0);
-  if (first < 49 || first > 57) return first === 48 && n === 1; // "0" only; no leading zeros
+  if (first === 48) return n === 1;
+  if (n > 9) return isCanonicalU32(key);
   for (let i = 1; i < n; i++) {
     const c = key.charCodeAt(i);
     if (c < 48 || c > 57) return false;
