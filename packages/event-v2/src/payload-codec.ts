@@ -5,6 +5,10 @@
 // (binary: field order, implicit-presence rules and map-entry layout of protobuf-es;
 // JSON: the exact string of `toJsonString`). `payload-codec.test.ts` checks both against
 // protobuf-es on generated inputs, and a golden vector against an independent encoder.
+//
+// Each format has two writers: a one-pass writer into the pooled slab (the hot path: no
+// size pass, no intermediate string, no copy) and an exact two-pass writer it falls back
+// to when a payload might not fit in a 4 KiB window. Both produce the same bytes.
 import { Buffer } from "node:buffer";
 
 /**
@@ -16,7 +20,7 @@ export interface EventInfoFields {
   readonly sourceClsId: string;
   /** `source_partition_id` (2). */
   readonly sourcePartitionId: number;
-  /** `source_object_id` (3): the u64 id, 0 for string ids. */
+  /** `source_object_id` (3): the u64 id, 0 for string ids (a u64: 0 ≤ id < 2^64). */
   readonly sourceObjectId: bigint;
   /** `event_type` (4): an `EventType` value. */
   readonly eventType: number;
@@ -24,7 +28,7 @@ export interface EventInfoFields {
   readonly fnId?: string | undefined;
   /** `key` (6), numeric entry keys only. */
   readonly key?: number | undefined;
-  /** `timestamp` (7), ms since the epoch. */
+  /** `timestamp` (7), ms since the epoch (a u64). */
   readonly timestamp: bigint;
   /** `context` (8). */
   readonly context: Readonly<Record<string, string>>;
