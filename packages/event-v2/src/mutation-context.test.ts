@@ -1,3 +1,4 @@
+import { isCanonicalU32 } from "@oprc/oprc-id";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { objectEvent } from "../test/fixtures.js";
@@ -26,6 +27,19 @@ describe("changedKey / objectDeleteChanges", () => {
     expect(changedKey("042", "create").numeric).toBe(false);
     expect(changedKey("email", "update").numeric).toBe(false);
     expect(changedKey("4294967296", "update").numeric).toBe(false);
+  });
+
+  it("numeric agrees with isCanonicalU32 on every key (property)", () => {
+    const digits = fc.string({ unit: fc.constantFrom(..."0123456789"), maxLength: 12 });
+    const near = fc.constantFrom("", "0", "00", "1", "999999999", "1000000000", "4294967295");
+    const key = fc.oneof(digits, near, fc.string({ maxLength: 12 }), fc.integer().map(String));
+    fc.assert(
+      fc.property(key, (k) => {
+        expect(changedKey(k, "update").numeric).toBe(isCanonicalU32(k));
+        expect(objectDeleteChanges([k])[0]?.numeric).toBe(isCanonicalU32(k));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it("reports a delete for every key the object had", () => {

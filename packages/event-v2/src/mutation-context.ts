@@ -90,9 +90,27 @@ export function classifyChange(
   return existedBefore ? "update" : "create";
 }
 
+// The canonical-u32 rule (`isCanonicalU32`), decided locally except for keys of 10 or
+// more characters that start with 1–9: keys that do not start with a digit (and "") are
+// not canonical, "0…" is canonical only as "0", and a canonical decimal under 10 digits is
+// below 10^9 < 2^32, so it needs no upper-bound comparison. Keeps context creation to one
+// short scan per key without a cross-package call.
+function isNumericKey(key: string): boolean {
+  const first = key.charCodeAt(0); // NaN for ""
+  if (!(first >= 48 && first <= 57)) return false;
+  const n = key.length;
+  if (first === 48) return n === 1;
+  if (n > 9) return isCanonicalU32(key);
+  for (let i = 1; i < n; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
 /** Builds a {@link ChangedKey}, deriving `numeric` from the canonical-u32 rule (spec §2). */
 export function changedKey(key: string, action: MutationAction): ChangedKey {
-  return { key, numeric: isCanonicalU32(key), action };
+  return { key, numeric: isNumericKey(key), action };
 }
 
 /**
@@ -101,7 +119,7 @@ export function changedKey(key: string, action: MutationAction): ChangedKey {
  */
 export function objectDeleteChanges(keysBefore: Iterable<string>): ChangedKey[] {
   const out: ChangedKey[] = [];
-  for (const key of keysBefore) out.push({ key, numeric: isCanonicalU32(key), action: "delete" });
+  for (const key of keysBefore) out.push({ key, numeric: isNumericKey(key), action: "delete" });
   return out;
 }
 
@@ -135,7 +153,7 @@ export function mutationContextFromResult(
   }
   for (let i = 0; i < changed.length; i++) {
     const c = changed[i] as ChangedKey;
-    if (c.numeric !== isCanonicalU32(c.key)) {
+    if (c.numeric !== isNumericKey(c.key)) {
       throw new EventV2Error(
         "invalid_argument",
         `changed key ${JSON.stringify(c.key)} has numeric=${c.numeric}, expected ${!c.numeric}`,

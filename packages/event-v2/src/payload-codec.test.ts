@@ -2,11 +2,53 @@ import { create, fromBinary, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { EventInfoSchema, TriggerPayloadSchema } from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeTriggerPayloadBinary, encodeTriggerPayloadJsonString } from "./payload-codec.js";
+import {
+  encodeTriggerPayloadBinary,
+  encodeTriggerPayloadJson,
+  encodeTriggerPayloadJsonString,
+} from "./payload-codec.js";
 
-const u64 = fc.bigInt({ min: 0n, max: 2n ** 64n - 1n });
-const u32 = fc.integer({ min: 0, max: 2 ** 32 - 1 });
-const text = fc.oneof(fc.string(), fc.string({ unit: "grapheme" }), fc.string({ unit: "binary" }));
+const utf8 = new TextEncoder();
+const u64 = fc.oneof(
+  fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+  fc.constantFrom(0n, 1n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 63n, 2n ** 64n - 1n),
+  fc.bigInt({ min: 0n, max: 2n ** 53n }),
+);
+const u32 = fc.oneof(
+  fc.integer({ min: 0, max: 2 ** 32 - 1 }),
+  fc.constantFrom(0, 1, 127, 128, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1),
+);
+// Pieces that steer strings into every path of the writers: ASCII (copied directly),
+// characters JSON must escape, non-ASCII and lone surrogates (encodeInto / JSON.stringify).
+const piece = fc.constantFrom(
+  '"',
+  "\\",
+  "\n",
+  "\u0000",
+  "\u001f",
+  "\u007f",
+  "é",
+  "\u20ac",
+  "😀",
+  "\ud800",
+  "\udc00",
+);
+const tricky = fc
+  .array(fc.oneof(fc.string({ unit: "grapheme-ascii", maxLength: 8 }), piece), { maxLength: 8 })
+  .map((parts) => parts.join(""));
+// Lengths around the writers' thresholds: 1-byte length prefixes end at 43 UTF-16 units,
+// varint lengths grow at 128 bytes, and the pooled window is 4 KiB.
+const long = fc
+  .tuple(fc.constantFrom(40, 42, 43, 44, 127, 128, 129, 700, 1400, 5000), tricky)
+  .map(([n, t]) => (t + "x".repeat(n)).slice(0, Math.max(n, t.length)));
+const text = fc.oneof(
+  fc.string(),
+  fc.string({ unit: "grapheme" }),
+  fc.string({ unit: "binary" }),
+  fc.string({ unit: "grapheme-ascii" }),
+  tricky,
+  long,
+);
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
 
 const eventInfo = fc.record({
@@ -23,7 +65,9 @@ const eventInfo = fc.record({
 });
 const payloadArb = fc.record({
   eventInfo: opt(eventInfo),
-  originalPayload: opt(fc.uint8Array({ maxLength: 40 })),
+  originalPayload: opt(
+    fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 3000, maxLength: 5000 })),
+  ),
 });
 
 type PayloadInput = typeof payloadArb extends fc.Arbitrary<infer T> ? T : never;
@@ -42,6 +86,16 @@ function message(p: PayloadInput) {
   return msg;
 }
 
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function wellFormed(p: PayloadInput): boolean {
+  const i = p.eventInfo;
+  if (i === undefined) return true;
+  const strings = [i.sourceClsId, i.fnId, i.sourceObjectIdStr, i.keyStr];
+  for (const [k, v] of Object.entries(i.context)) strings.push(k, v);
+  return strings.every((s) => s === undefined || !LONE_SURROGATE.test(s));
+}
+
 describe("payload codec", () => {
   it("binary output is byte-identical to protobuf-es toBinary (property)", () => {
     fc.assert(
@@ -49,7 +103,8 @@ describe("payload codec", () => {
         const msg = message(p);
         const ours = encodeTriggerPayloadBinary(msg);
         expect(ours).toEqual(toBinary(TriggerPayloadSchema, msg));
-        expect(fromBinary(TriggerPayloadSchema, ours)).toEqual(msg);
+        // Lone surrogates become U+FFFD in UTF-8, so only well-formed strings round-trip.
+        if (wellFormed(p)) expect(fromBinary(TriggerPayloadSchema, ours)).toEqual(msg);
       }),
       { numRuns: 1000 },
     );
@@ -59,7 +114,9 @@ describe("payload codec", () => {
     fc.assert(
       fc.property(payloadArb, (p) => {
         const msg = message(p);
-        expect(encodeTriggerPayloadJsonString(msg)).toBe(toJsonString(TriggerPayloadSchema, msg));
+        const json = toJsonString(TriggerPayloadSchema, msg);
+        expect(encodeTriggerPayloadJsonString(msg)).toBe(json);
+        expect(encodeTriggerPayloadJson(msg)).toEqual(utf8.encode(json));
       }),
       { numRuns: 1000 },
     );
@@ -80,6 +137,7 @@ describe("payload codec", () => {
   it("pooled outputs never overlap across slab boundaries; large payloads are unpooled", () => {
     const kept: {
       bytes: Uint8Array;
+      json: Uint8Array;
       msg: ReturnType<typeof create<typeof TriggerPayloadSchema>>;
     }[] = [];
     for (let i = 0; i < 5000; i++) {
@@ -91,11 +149,18 @@ describe("payload codec", () => {
         },
       });
       if (i % 1000 === 0) msg.originalPayload = new Uint8Array(5000 + i).fill(i & 255);
-      kept.push({ bytes: encodeTriggerPayloadBinary(msg), msg });
+      kept.push({
+        bytes: encodeTriggerPayloadBinary(msg),
+        json: encodeTriggerPayloadJson(msg),
+        msg,
+      });
     }
-    for (const { bytes, msg } of kept) {
+    const utf8Decoder = new TextDecoder();
+    for (const { bytes, json, msg } of kept) {
       expect(fromBinary(TriggerPayloadSchema, bytes)).toEqual(msg);
       expect(bytes.constructor).toBe(Uint8Array);
+      expect(utf8Decoder.decode(json)).toBe(toJsonString(TriggerPayloadSchema, msg));
+      expect(json.constructor).toBe(Uint8Array);
     }
   });
 });

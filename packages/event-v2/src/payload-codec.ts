@@ -5,6 +5,10 @@
 // (binary: field order, implicit-presence rules and map-entry layout of protobuf-es;
 // JSON: the exact string of `toJsonString`). `payload-codec.test.ts` checks both against
 // protobuf-es on generated inputs, and a golden vector against an independent encoder.
+//
+// Each format has two writers: a one-pass writer into the pooled slab (the hot path: no
+// size pass, no intermediate string, no copy) and an exact two-pass writer it falls back
+// to when a payload might not fit in a 4 KiB window. Both produce the same bytes.
 import { Buffer } from "node:buffer";
 
 /**
@@ -16,7 +20,7 @@ export interface EventInfoFields {
   readonly sourceClsId: string;
   /** `source_partition_id` (2). */
   readonly sourcePartitionId: number;
-  /** `source_object_id` (3): the u64 id, 0 for string ids. */
+  /** `source_object_id` (3): the u64 id, 0 for string ids (a u64: 0 ≤ id < 2^64). */
   readonly sourceObjectId: bigint;
   /** `event_type` (4): an `EventType` value. */
   readonly eventType: number;
@@ -24,7 +28,7 @@ export interface EventInfoFields {
   readonly fnId?: string | undefined;
   /** `key` (6), numeric entry keys only. */
   readonly key?: number | undefined;
-  /** `timestamp` (7), ms since the epoch. */
+  /** `timestamp` (7), ms since the epoch (a u64). */
   readonly timestamp: bigint;
   /** `context` (8). */
   readonly context: Readonly<Record<string, string>>;
@@ -50,17 +54,37 @@ const utf8 = new TextEncoder();
 const SLAB_SIZE = 64 * 1024;
 const MAX_POOLED = 4 * 1024;
 let slab = new ArrayBuffer(SLAB_SIZE);
+let slabBytes = new Uint8Array(slab);
 let slabOffset = 0;
 
 /** A `Uint8Array` of `size` bytes whose contents the caller overwrites entirely. */
 export function allocPayload(size: number): Uint8Array {
   if (size > MAX_POOLED) return new Uint8Array(size);
-  if (slabOffset + size > SLAB_SIZE) {
-    slab = new ArrayBuffer(SLAB_SIZE);
-    slabOffset = 0;
-  }
+  if (slabOffset + size > SLAB_SIZE) newSlab();
   const view = new Uint8Array(slab, slabOffset, size);
   slabOffset = (slabOffset + size + 7) & ~7;
+  return view;
+}
+
+function newSlab(): void {
+  slab = new ArrayBuffer(SLAB_SIZE);
+  slabBytes = new Uint8Array(slab);
+  slabOffset = 0;
+}
+
+// The fast encoders write straight into the free part of the current slab, inside a window
+// of MAX_POOLED bytes that `openWindow` guarantees, then `carve` the written bytes out as
+// the result (no second pass, no copy). Before each variable-length field they check that
+// its worst-case size still fits in the window; when it does not, they give up (nothing is
+// committed) and the caller falls back to the exact-size two-pass encoder.
+function openWindow(): number {
+  if (slabOffset + MAX_POOLED > SLAB_SIZE) newSlab();
+  return slabOffset;
+}
+
+function carve(start: number, end: number): Uint8Array {
+  const view = new Uint8Array(slab, start, end - start);
+  slabOffset = (end + 7) & ~7;
   return view;
 }
 
@@ -112,75 +136,90 @@ function bigVarintSize(v: bigint): number {
   return n;
 }
 
+// Writes the unsigned varint of a non-negative integer ≤ 2^53 at `p`; returns the end.
+// Below 2^31 it uses bit operations; above, it splits into 32-bit halves (floating-point
+// `%` on large doubles is slow).
+function putVarint(buf: Uint8Array, p: number, v: number): number {
+  if (v < 0x80) {
+    buf[p] = v;
+    return p + 1;
+  }
+  if (v < 0x80000000) {
+    while (v > 0x7f) {
+      buf[p++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    buf[p] = v;
+    return p + 1;
+  }
+  const hi = Math.floor(v / 0x100000000);
+  return putVarint64(buf, p, v - hi * 0x100000000, hi);
+}
+
+// A u64 field is split into 32-bit halves by storing it into a BigUint64Array and reading
+// the two Uint32 words back (little-endian on every platform Node supports): on V8 this
+// costs a fraction of one BigInt comparison or `Number(bigint)`. Values are taken mod 2^64.
+const u64Cell = new BigUint64Array(1);
+const u32Halves = new Uint32Array(u64Cell.buffer);
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const LO = LITTLE_ENDIAN ? 0 : 1;
+const HI = LITTLE_ENDIAN ? 1 : 0;
+
+function putBigVarint(buf: Uint8Array, p: number, v: bigint): number {
+  if (v <= 0x1fffffffffffffn) return putVarint(buf, p, Number(v));
+  return putVarint64(buf, p, Number(v & 0xffffffffn), Number(v >> 32n));
+}
+
+// Varint of the 64-bit value hi·2^32 + lo (both unsigned 32-bit), as protobuf-es writes it.
+function putVarint64(buf: Uint8Array, p: number, lo: number, hi: number): number {
+  for (let i = 0; i < 28; i += 7) {
+    const shift = lo >>> i;
+    const more = !(shift >>> 7 === 0 && hi === 0);
+    buf[p++] = (more ? shift | 0x80 : shift) & 0xff;
+    if (!more) return p;
+  }
+  const split = ((lo >>> 28) & 0x0f) | ((hi & 0x07) << 4);
+  const hasMore = hi >>> 3 !== 0;
+  buf[p++] = (hasMore ? split | 0x80 : split) & 0xff;
+  if (hasMore) {
+    for (let i = 3; i < 31; i += 7) {
+      const shift = hi >>> i;
+      const more = shift >>> 7 !== 0;
+      buf[p++] = (more ? shift | 0x80 : shift) & 0xff;
+      if (!more) return p;
+    }
+    buf[p++] = (hi >>> 31) & 0x01;
+  }
+  return p;
+}
+
+// Writes the UTF-8 of `s`, whose UTF-8 length is `len`, at `p`; returns the end.
+function putUtf8(buf: Uint8Array, p: number, s: string, len: number): number {
+  const n = s.length;
+  if (len === n) {
+    for (let i = 0; i < n; i++) buf[p++] = s.charCodeAt(i);
+    return p;
+  }
+  utf8.encodeInto(s, buf.subarray(p, p + len));
+  return p + len;
+}
+
 class Writer {
   readonly buf: Uint8Array;
   pos = 0;
   constructor(size: number) {
     this.buf = allocPayload(size);
   }
-  // Unsigned varint of a non-negative integer ≤ 2^53. Below 2^31 it uses bit operations;
-  // above, it splits into 32-bit halves (floating-point `%` on large doubles is slow).
   varint(v: number): void {
-    if (v < 0x80000000) {
-      const buf = this.buf;
-      let p = this.pos;
-      while (v > 0x7f) {
-        buf[p++] = (v & 0x7f) | 0x80;
-        v >>>= 7;
-      }
-      buf[p++] = v;
-      this.pos = p;
-      return;
-    }
-    const hi = Math.floor(v / 0x100000000);
-    this.varint64(v - hi * 0x100000000, hi);
+    this.pos = putVarint(this.buf, this.pos, v);
   }
   bigVarint(v: bigint): void {
-    if (v <= 0x1fffffffffffffn) this.varint(Number(v));
-    else this.varint64(Number(v & 0xffffffffn), Number(v >> 32n));
-  }
-  // Varint of the 64-bit value hi·2^32 + lo (both unsigned 32-bit), as protobuf-es writes it.
-  varint64(lo: number, hi: number): void {
-    const buf = this.buf;
-    let p = this.pos;
-    for (let i = 0; i < 28; i += 7) {
-      const shift = lo >>> i;
-      const more = !(shift >>> 7 === 0 && hi === 0);
-      buf[p++] = (more ? shift | 0x80 : shift) & 0xff;
-      if (!more) {
-        this.pos = p;
-        return;
-      }
-    }
-    const split = ((lo >>> 28) & 0x0f) | ((hi & 0x07) << 4);
-    const hasMore = hi >>> 3 !== 0;
-    buf[p++] = (hasMore ? split | 0x80 : split) & 0xff;
-    if (hasMore) {
-      for (let i = 3; i < 31; i += 7) {
-        const shift = hi >>> i;
-        const more = shift >>> 7 !== 0;
-        buf[p++] = (more ? shift | 0x80 : shift) & 0xff;
-        if (!more) {
-          this.pos = p;
-          return;
-        }
-      }
-      buf[p++] = (hi >>> 31) & 0x01;
-    }
-    this.pos = p;
+    this.pos = putBigVarint(this.buf, this.pos, v);
   }
   // Writes `s` whose UTF-8 length is `len`.
   string(s: string, len: number): void {
     this.varint(len);
-    const buf = this.buf;
-    let p = this.pos;
-    if (len === s.length) {
-      for (let i = 0; i < len; i++) buf[p++] = s.charCodeAt(i);
-      this.pos = p;
-      return;
-    }
-    utf8.encodeInto(s, buf.subarray(p, p + len));
-    this.pos = p + len;
+    this.pos = putUtf8(this.buf, this.pos, s, len);
   }
   bytes(b: Uint8Array): void {
     this.varint(b.length);
@@ -196,6 +235,141 @@ function strField(len: number): number {
 
 /** Encodes a TriggerPayload in the protobuf binary format, byte-identical to protobuf-es `toBinary`. */
 export function encodeTriggerPayloadBinary(payload: TriggerPayloadFields): Uint8Array {
+  return encodeBinaryInWindow(payload) ?? encodeBinaryExact(payload);
+}
+
+// Writes the length-prefixed UTF-8 of `s` at `p`, or returns -1 when its worst case
+// (3 bytes per UTF-16 unit) would pass `end`. Strings under 43 units have a UTF-8 length
+// under 128, so their 1-byte length is patched in after the bytes: ASCII is copied in one
+// pass, anything else goes through `encodeInto`.
+function putStr(buf: Uint8Array, p: number, end: number, s: string): number {
+  const n = s.length;
+  if (n < 43) {
+    const q0 = p + 1;
+    if (q0 + 3 * n > end) return -1;
+    let q = q0;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) {
+        q = q0 + utf8.encodeInto(s, buf.subarray(q0, q0 + 3 * n)).written;
+        break;
+      }
+      buf[q++] = c;
+    }
+    buf[p] = q - q0;
+    return q;
+  }
+  const len = utf8Length(s);
+  if (p + 5 + len > end) return -1;
+  return putUtf8(buf, putVarint(buf, p, len), s, len);
+}
+
+// The one-pass binary encoder: writes into the current slab window (see `openWindow`),
+// patching the `event_info` length in front of its body. Returns `undefined`, committing
+// nothing, when the payload might not fit in the window.
+function encodeBinaryInWindow(payload: TriggerPayloadFields): Uint8Array | undefined {
+  const info = payload.eventInfo;
+  const original = payload.originalPayload;
+  const start = openWindow();
+  const buf = slabBytes;
+  // Fixed-size fields (varints and tags) add at most 128 bytes past the checked strings.
+  const end = start + MAX_POOLED - 128;
+  let first = start;
+  let p = start;
+  if (info !== undefined) {
+    // The body starts after room for its tag and a 2-byte length (a body < 16 KiB).
+    const body = start + 3;
+    p = body;
+    if (info.sourceClsId !== "") {
+      buf[p++] = 0x0a;
+      p = putStr(buf, p, end, info.sourceClsId);
+      if (p < 0) return undefined;
+    }
+    if (info.sourcePartitionId !== 0) {
+      buf[p++] = 0x10;
+      p = putVarint(buf, p, info.sourcePartitionId);
+    }
+    u64Cell[0] = info.sourceObjectId;
+    let lo = u32Halves[LO] as number;
+    let hi = u32Halves[HI] as number;
+    if ((lo | hi) !== 0) {
+      buf[p++] = 0x18;
+      p = putVarint64(buf, p, lo, hi);
+    }
+    if (info.eventType !== 0) {
+      buf[p++] = 0x20;
+      p = putVarint(buf, p, info.eventType);
+    }
+    if (info.fnId !== undefined) {
+      buf[p++] = 0x2a;
+      p = putStr(buf, p, end, info.fnId);
+      if (p < 0) return undefined;
+    }
+    if (info.key !== undefined) {
+      buf[p++] = 0x30;
+      p = putVarint(buf, p, info.key);
+    }
+    u64Cell[0] = info.timestamp;
+    lo = u32Halves[LO] as number;
+    hi = u32Halves[HI] as number;
+    if ((lo | hi) !== 0) {
+      buf[p++] = 0x38;
+      p = putVarint64(buf, p, lo, hi);
+    }
+    const context = info.context;
+    const keys = Object.keys(context);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
+      const v = context[k] as string;
+      buf[p++] = 0x42;
+      if (k.length + v.length < 40) {
+        // entry ≤ 4 + 3·39 bytes < 128: a 1-byte length, patched in after the entry.
+        const at = p;
+        buf[p + 1] = 0x0a;
+        p = putStr(buf, p + 2, end, k);
+        if (p < 0) return undefined;
+        buf[p++] = 0x12;
+        p = putStr(buf, p, end, v);
+        if (p < 0) return undefined;
+        buf[at] = p - at - 1;
+      } else {
+        const entry = strField(utf8Length(k)) + strField(utf8Length(v));
+        if (p + 5 + entry > end) return undefined;
+        p = putVarint(buf, p, entry);
+        buf[p++] = 0x0a;
+        p = putStr(buf, p, end, k);
+        buf[p++] = 0x12;
+        p = putStr(buf, p, end, v);
+      }
+    }
+    if (info.sourceObjectIdStr !== undefined) {
+      buf[p++] = 0x4a;
+      p = putStr(buf, p, end, info.sourceObjectIdStr);
+      if (p < 0) return undefined;
+    }
+    if (info.keyStr !== undefined) {
+      buf[p++] = 0x52;
+      p = putStr(buf, p, end, info.keyStr);
+      if (p < 0) return undefined;
+    }
+    const size = p - body;
+    first = size < 0x80 ? body - 2 : body - 3;
+    buf[first] = 0x0a; // 1: event_info, length-delimited
+    putVarint(buf, first + 1, size);
+  }
+  if (original !== undefined) {
+    const n = original.length;
+    if (p + 6 + n > end) return undefined;
+    buf[p++] = 0x1a; // 3: original_payload
+    p = putVarint(buf, p, n);
+    buf.set(original, p);
+    p += n;
+  }
+  return carve(first, p);
+}
+
+// The two-pass encoder: exact sizes first, then one allocation of the exact length.
+function encodeBinaryExact(payload: TriggerPayloadFields): Uint8Array {
   const info = payload.eventInfo;
   const original = payload.originalPayload;
   let infoSize = 0;
@@ -349,4 +523,150 @@ export function encodeTriggerPayloadJsonString(payload: TriggerPayloadFields): s
     out += `"originalPayload":"${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64")}"`;
   }
   return `${out}}`;
+}
+
+/**
+ * Encodes a TriggerPayload as proto3 JSON in UTF-8: the bytes of
+ * `encodeTriggerPayloadJsonString(payload)` (and so of protobuf-es `toJsonString`), written
+ * in one pass into a pooled view.
+ */
+export function encodeTriggerPayloadJson(payload: TriggerPayloadFields): Uint8Array {
+  return encodeJsonInWindow(payload) ?? utf8Payload(encodeTriggerPayloadJsonString(payload));
+}
+
+// Writes a string known to be ASCII (property names, digits, base64) at `p`.
+function putAscii(buf: Uint8Array, p: number, s: string): number {
+  const n = s.length;
+  for (let i = 0; i < n; i++) buf[p++] = s.charCodeAt(i);
+  return p;
+}
+
+// Writes `JSON.stringify(s)` as UTF-8 at `p`, or returns -1 when its worst case (6 bytes
+// per UTF-16 unit, `\uXXXX`) would pass `end`. Printable ASCII without `"` or `\` is
+// copied directly; any other string goes through `JSON.stringify` and `encodeInto`
+// (JSON.stringify escapes lone surrogates, so the pieces are well-formed UTF-16).
+function putJsonStr(buf: Uint8Array, p: number, end: number, s: string): number {
+  const n = s.length;
+  if (p + 6 * n + 2 > end) return -1;
+  buf[p] = 0x22;
+  let q = p + 1;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c >= 0x80) {
+      return p + utf8.encodeInto(str(s), buf.subarray(p, p + 6 * n + 2)).written;
+    }
+    buf[q++] = c;
+  }
+  buf[q] = 0x22;
+  return q + 1;
+}
+
+// `${v}` of a u64 (see `u64Cell`), through the number conversion when it is exact; returns
+// "" for zero, which proto3 JSON omits.
+function u64Decimal(v: bigint): string {
+  u64Cell[0] = v;
+  const lo = u32Halves[LO] as number;
+  const hi = u32Halves[HI] as number;
+  if (hi < 0x200000) return (lo | hi) === 0 ? "" : String(hi * 0x100000000 + lo);
+  return String(v);
+}
+
+// The one-pass JSON encoder: writes into the current slab window (see `openWindow`).
+// Every field is written with a leading comma; the first comma of an object is then
+// overwritten by its `{`. Returns `undefined`, committing nothing, when the payload might
+// not fit in the window.
+function encodeJsonInWindow(payload: TriggerPayloadFields): Uint8Array | undefined {
+  const info = payload.eventInfo;
+  const start = openWindow();
+  const buf = slabBytes;
+  // Property names, numbers and punctuation add at most 512 bytes past the checked strings.
+  const end = start + MAX_POOLED - 512;
+  let p = start;
+  buf[p++] = 0x7b; // {
+  if (info !== undefined) {
+    p = putAscii(buf, p, '"eventInfo":');
+    const open = p;
+    if (info.sourceClsId !== "") {
+      p = putJsonStr(buf, putAscii(buf, p, ',"sourceClsId":'), end, info.sourceClsId);
+      if (p < 0) return undefined;
+    }
+    if (info.sourcePartitionId !== 0) {
+      p = putAscii(buf, p, ',"sourcePartitionId":');
+      p = putAscii(buf, p, String(info.sourcePartitionId));
+    }
+    const objectId = u64Decimal(info.sourceObjectId);
+    if (objectId !== "") {
+      p = putAscii(buf, p, ',"sourceObjectId":"');
+      p = putAscii(buf, p, objectId);
+      buf[p++] = 0x22;
+    }
+    if (info.eventType !== 0) {
+      p = putAscii(buf, p, ',"eventType":');
+      const name = EVENT_TYPE_NAMES[info.eventType];
+      if (name === undefined) p = putAscii(buf, p, String(info.eventType));
+      else {
+        buf[p++] = 0x22;
+        p = putAscii(buf, p, name);
+        buf[p++] = 0x22;
+      }
+    }
+    if (info.fnId !== undefined) {
+      p = putJsonStr(buf, putAscii(buf, p, ',"fnId":'), end, info.fnId);
+      if (p < 0) return undefined;
+    }
+    if (info.key !== undefined) {
+      p = putAscii(buf, p, ',"key":');
+      p = putAscii(buf, p, String(info.key));
+    }
+    const timestamp = u64Decimal(info.timestamp);
+    if (timestamp !== "") {
+      p = putAscii(buf, p, ',"timestamp":"');
+      p = putAscii(buf, p, timestamp);
+      buf[p++] = 0x22;
+    }
+    const context = info.context;
+    const before = p;
+    p = putAscii(buf, p, ',"context":');
+    const ctxOpen = p;
+    const keys = Object.keys(context);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
+      buf[p++] = 0x2c; // ,
+      p = putJsonStr(buf, p, end, k);
+      if (p < 0) return undefined;
+      buf[p++] = 0x3a; // :
+      p = putJsonStr(buf, p, end, context[k] as string);
+      if (p < 0) return undefined;
+    }
+    if (p === ctxOpen) p = before;
+    else {
+      buf[ctxOpen] = 0x7b;
+      buf[p++] = 0x7d;
+    }
+    if (info.sourceObjectIdStr !== undefined) {
+      p = putJsonStr(buf, putAscii(buf, p, ',"sourceObjectIdStr":'), end, info.sourceObjectIdStr);
+      if (p < 0) return undefined;
+    }
+    if (info.keyStr !== undefined) {
+      p = putJsonStr(buf, putAscii(buf, p, ',"keyStr":'), end, info.keyStr);
+      if (p < 0) return undefined;
+    }
+    if (p === open) buf[p++] = 0x7b;
+    else buf[open] = 0x7b;
+    buf[p++] = 0x7d;
+  }
+  const original = payload.originalPayload;
+  if (original !== undefined) {
+    if (p + 4 * Math.ceil(original.length / 3) > end) return undefined;
+    if (info !== undefined) buf[p++] = 0x2c;
+    p = putAscii(buf, p, '"originalPayload":"');
+    p = putAscii(
+      buf,
+      p,
+      Buffer.from(original.buffer, original.byteOffset, original.byteLength).toString("base64"),
+    );
+    buf[p++] = 0x22;
+  }
+  buf[p++] = 0x7d;
+  return carve(start, p);
 }

@@ -12,9 +12,8 @@ import type { ChangedKey } from "./mutation-context.js";
 import {
   type EventInfoFields,
   encodeTriggerPayloadBinary,
-  encodeTriggerPayloadJsonString,
+  encodeTriggerPayloadJson,
   type TriggerPayloadFields,
-  utf8Payload,
 } from "./payload-codec.js";
 
 /** Context key carrying a string entry key, for consumers older than `EventInfo.key_str`. */
@@ -52,6 +51,12 @@ export interface EventInfoInit {
   readonly error?: string | undefined;
 }
 
+// The canonical-u64 rule, skipping the scan for ids that do not start with a digit.
+function isNumericId(id: string): boolean {
+  const c = id.charCodeAt(0);
+  return c >= 48 && c <= 57 && isCanonicalU64(id);
+}
+
 /**
  * The plain fields of the `TriggerPayload` of one event, without building protobuf-es
  * messages (the dispatcher's hot path encodes these directly). Internal.
@@ -78,7 +83,7 @@ export function triggerPayloadFields(
     eventInfo: {
       sourceClsId: source.clsId,
       sourcePartitionId: source.partitionId,
-      sourceObjectId: isCanonicalU64(objectId) ? BigInt(objectId) : 0n,
+      sourceObjectId: isNumericId(objectId) ? BigInt(objectId) : 0n,
       eventType: init.eventType,
       fnId: init.fnId,
       key,
@@ -150,6 +155,6 @@ export function encodeTriggerPayload(
   format: PayloadFormat,
 ): Uint8Array {
   return format === "json"
-    ? utf8Payload(encodeTriggerPayloadJsonString(payload))
+    ? encodeTriggerPayloadJson(payload)
     : encodeTriggerPayloadBinary(payload);
 }
