@@ -194,7 +194,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
 
   const firing = sink === undefined ? undefined : createTriggerFiring(sink, config, m, hooks);
 
-  function processMutation(ev: MutationEvent): Promise<unknown> | undefined {
+  function processMutation(ev: MutationEvent): void {
     const ctx = ev.ctx;
     broadcast(ev);
     let c = 0;
@@ -220,41 +220,49 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
       if (hooks.onTruncated) safe(() => hooks.onTruncated?.(summary));
       broadcast({ kind: "truncated", seq: ev.seq, summary });
     }
-    if (firing === undefined || ctx.eventConfig === undefined) return undefined;
+    if (firing === undefined || ctx.eventConfig === undefined) return;
     const limit = summary === undefined ? ctx.changed.length : summary.emitted;
     const matches = collectTriggers(ctx, ctx.eventConfig, limit);
-    return firing.fire(matches, ev.triggerDepth, (match) =>
-      encodeTriggerPayload(
-        triggerPayloadFields({
-          source: ctx,
-          eventType: match.eventType,
-          changed: match.changed,
-          objectVersion: ctx.versionAfter,
-          timestampMs: ev.timestampMs,
-        }),
-        config.payloadFormat,
-      ),
+    firing.fire(
+      matches,
+      ev.triggerDepth,
+      (match) =>
+        encodeTriggerPayload(
+          triggerPayloadFields({
+            source: ctx,
+            eventType: match.eventType,
+            changed: match.changed,
+            objectVersion: ctx.versionAfter,
+            timestampMs: ev.timestampMs,
+          }),
+          config.payloadFormat,
+        ),
+      ctx.objectId,
     );
   }
 
-  function processFunction(ev: FunctionEvent): Promise<unknown> | undefined {
+  function processFunction(ev: FunctionEvent): void {
     const o = ev.outcome;
     broadcast(ev);
     m.functionOutcomes++;
-    if (firing === undefined) return undefined;
+    if (firing === undefined) return;
     const matches = collectFunctionTriggers(o.eventConfig, o.fnId, o.outcome);
-    return firing.fire(matches, o.triggerDepth ?? 0, (match) =>
-      encodeTriggerPayload(
-        triggerPayloadFields({
-          source: o,
-          eventType: match.eventType,
-          fnId: o.fnId,
-          error: o.error,
-          originalPayload: o.payload,
-          timestampMs: ev.timestampMs,
-        }),
-        config.payloadFormat,
-      ),
+    firing.fire(
+      matches,
+      o.triggerDepth ?? 0,
+      (match) =>
+        encodeTriggerPayload(
+          triggerPayloadFields({
+            source: o,
+            eventType: match.eventType,
+            fnId: o.fnId,
+            error: o.error,
+            originalPayload: o.payload,
+            timestampMs: ev.timestampMs,
+          }),
+          config.payloadFormat,
+        ),
+      o.objectId,
     );
   }
 
@@ -277,13 +285,13 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
         continue;
       }
       busy = true;
-      let pending: Promise<unknown> | undefined;
       try {
-        pending = ev.kind === "mutation" ? processMutation(ev) : processFunction(ev);
+        // Fired triggers wait in their target's lane; the consumer moves on at once.
+        if (ev.kind === "mutation") processMutation(ev);
+        else processFunction(ev);
       } catch {
         // A malformed event must not stop the consumer; nothing else to count it as.
       }
-      if (pending !== undefined) await pending;
       if (closed) drainedAfterClose++;
     }
   }
@@ -324,9 +332,13 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
     get queueLength() {
       return queue.length;
     },
-    idle() {
-      if (!busy && queue.length === 0) return Promise.resolve();
-      return new Promise<void>((resolve) => idleWaiters.push(resolve));
+    async idle() {
+      // The queue, then the dispatches it fired (which may enqueue nothing further).
+      while (busy || queue.length > 0 || (firing?.pending ?? 0) > 0) {
+        if (busy || queue.length > 0)
+          await new Promise<void>((resolve) => idleWaiters.push(resolve));
+        else await firing?.drained();
+      }
     },
     close(opts) {
       if (closeReport !== undefined) return closeReport;
@@ -348,7 +360,9 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
         wake = undefined;
         w();
       }
-      closeReport = consumer.then(() => {
+      closeReport = consumer.then(async () => {
+        // Draining includes the dispatches already fired; aborting (above) drops them.
+        await firing?.drained();
         signal?.removeEventListener("abort", abortRest);
         for (const sub of subscribers) sub.end();
         subscribers.clear();

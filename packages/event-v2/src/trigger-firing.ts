@@ -5,8 +5,13 @@ import type { TriggerMatch } from "./trigger-matching.js";
 import type { TriggerDispatchOptions, TriggerSink } from "./trigger-sink.js";
 
 // Firing matched triggers: each becomes an invocation handed to the sink; asynchronous
-// dispatches are bounded by one deadline timer. The dispatcher's queue and consumer are in
-// event-dispatcher.ts.
+// dispatches are bounded by one deadline timer. Dispatches wait in one lane per target
+// function (collection + function id): a lane runs at most `perTargetConcurrency` at once and
+// never two for the same source object at once, so one object's triggers to a target arrive
+// in order, and a slow or dead target delays only its own lane — the dispatcher's consumer
+// never waits for a dispatch. A lane holds at most `laneBound` waiting dispatches; more are
+// dropped and counted as failures (delivery is at-most-once). The dispatcher's queue and
+// consumer are in event-dispatcher.ts.
 
 /** The trigger counters this module advances (fields of the dispatcher's metrics). */
 export interface FiringCounters {
@@ -19,15 +24,20 @@ export interface FiringCounters {
 /** Fires the triggers of one event; see {@link createTriggerFiring}. */
 export interface TriggerFiring {
   /**
-   * Dispatches one invocation per match at depth + 1 (skipping those past the depth limit).
-   * Returns a promise for the asynchronous dispatches, or undefined when none is pending.
+   * Queues one invocation per match at depth + 1 (skipping those past the depth limit) in
+   * its target's lane; `source` names the object whose event fired them (per-object order).
    */
   fire<M extends TriggerMatch>(
     matches: readonly M[],
     depth: number,
     payloadOf: (match: M) => Uint8Array,
-  ): Promise<unknown> | undefined;
-  /** Aborts and fails every dispatch still in flight (a non-draining close). */
+    source: string,
+  ): void;
+  /** Resolves once no lane has a dispatch waiting or in flight. */
+  drained(): Promise<void>;
+  /** Dispatches waiting or in flight, over all lanes. */
+  readonly pending: number;
+  /** Drops every waiting dispatch and aborts every one in flight (a non-draining close). */
   abortAll(reason: unknown): void;
 }
 
@@ -55,6 +65,20 @@ class Inflight {
     this.controller ??= new AbortController();
     return this.controller.signal;
   }
+}
+
+/** A dispatch waiting in its target's lane. */
+interface Queued {
+  readonly invocation: TriggerInvocation;
+  readonly source: string;
+}
+
+/** The dispatches of one target: waiting (in firing order) and running. */
+interface Lane {
+  readonly queue: Queued[];
+  running: number;
+  /** Source objects with a dispatch in flight. */
+  readonly busy: Set<string>;
 }
 
 // What the sink sees: only the signal.
@@ -87,7 +111,12 @@ function timeoutError(ms: number): DOMException {
  */
 export function createTriggerFiring(
   sink: TriggerSink,
-  config: Pick<EventV2Config, "maxTriggerDepth" | "triggerTimeoutMs">,
+  config: Pick<EventV2Config, "maxTriggerDepth" | "triggerTimeoutMs"> & {
+    /** Dispatches in flight per target at most. Default 8. */
+    readonly perTargetConcurrency?: number;
+    /** Dispatches waiting per target at most; more are dropped. Default 10000. */
+    readonly laneBound?: number;
+  },
   counters: FiringCounters,
   hooks: EventMetricsHooks,
 ): TriggerFiring {
@@ -186,11 +215,49 @@ export function createTriggerFiring(
     });
   }
 
+  const perTarget = Math.max(1, config.perTargetConcurrency ?? 8);
+  const laneBound = Math.max(1, config.laneBound ?? 10_000);
+  const lanes = new Map<string, Lane>();
+  let pending = 0;
+  let drainWaiters: (() => void)[] = [];
+
+  function finished(): void {
+    pending--;
+    if (pending === 0) {
+      const w = drainWaiters;
+      drainWaiters = [];
+      for (const f of w) f();
+    }
+  }
+
+  /** Starts what the lane may start: in order, skipping objects with a dispatch in flight. */
+  function pump(key: string, lane: Lane): void {
+    for (let i = 0; i < lane.queue.length && lane.running < perTarget; ) {
+      const item = lane.queue[i] as Queued;
+      if (lane.busy.has(item.source)) {
+        i++;
+        continue;
+      }
+      lane.queue.splice(i, 1);
+      lane.running++;
+      lane.busy.add(item.source);
+      const done = (): void => {
+        lane.running--;
+        lane.busy.delete(item.source);
+        finished();
+        if (lane.queue.length === 0 && lane.running === 0) lanes.delete(key);
+        else pump(key, lane);
+      };
+      const p = dispatchOne(item.invocation);
+      if (p === undefined) done();
+      else void p.then(done);
+    }
+  }
+
   return {
-    fire(matches, depth, payloadOf) {
-      if (matches.length === 0) return undefined;
+    fire(matches, depth, payloadOf, source) {
+      if (matches.length === 0) return;
       const next = depth + 1;
-      let pending: Promise<void>[] | undefined;
       for (const match of matches) {
         if (next > config.maxTriggerDepth) {
           counters.triggerDepthExceeded++;
@@ -205,15 +272,41 @@ export function createTriggerFiring(
           failed(match, err, false);
           continue;
         }
-        const p = dispatchOne(invocation);
-        if (p !== undefined) {
-          pending ??= [];
-          pending.push(p);
+        const r = invocation.request;
+        const key = `${r.clsId}\u0000${r.fnId}`;
+        let lane = lanes.get(key);
+        if (lane === undefined) {
+          lane = { queue: [], running: 0, busy: new Set() };
+          lanes.set(key, lane);
         }
+        if (lane.queue.length >= laneBound) {
+          failed(
+            match,
+            new Error(`trigger lane of ${r.clsId}/${r.fnId} is full (${laneBound} waiting)`),
+            false,
+          );
+          continue;
+        }
+        pending++;
+        lane.queue.push({ invocation, source });
+        pump(key, lane);
       }
-      return pending === undefined ? undefined : Promise.all(pending);
+    },
+    drained() {
+      if (pending === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => drainWaiters.push(resolve));
+    },
+    get pending() {
+      return pending;
     },
     abortAll(reason) {
+      for (const [key, lane] of lanes) {
+        for (const item of lane.queue.splice(0)) {
+          failed(item.invocation.match, reason, false);
+          finished();
+        }
+        if (lane.running === 0) lanes.delete(key);
+      }
       for (const rec of [...inflight]) {
         rec.controller?.abort(reason);
         settle(rec, "error", reason);
