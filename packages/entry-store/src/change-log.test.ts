@@ -5,7 +5,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { ChangeAction, ChangeRecordSchema, ValDataSchema } from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { changeKey, decodeChangeRecord } from "./change-log.js";
+import { changeKey, decodeChangeRecord, RecentChanges } from "./change-log.js";
 import { createEntryStore, type EntryStore } from "./entry-store.js";
 import type { KvEngine } from "./kv.js";
 import { createMemoryEngine } from "./memory-engine.js";
@@ -194,5 +194,26 @@ describe("change records", () => {
       /does not decode/,
     );
     expect(() => decodeChangeRecord(Uint8Array.of(1, 2), new Uint8Array())).toThrow(/0x01/);
+  });
+});
+
+describe("RecentChanges", () => {
+  const rec = (revision: bigint) => create(ChangeRecordSchema, { revision });
+  it("serves the newest records in order and nothing older than its window", () => {
+    const ring = new RecentChanges(4);
+    expect(ring.read(1n, 10)).toBeUndefined();
+    ring.add([1n, 2n, 3n].map(rec));
+    expect(ring.read(2n, 10)?.map((r) => r.revision)).toEqual([2n, 3n]);
+    ring.add([4n, 5n, 6n].map(rec));
+    expect(ring.read(1n, 10)).toBeUndefined();
+    expect(ring.read(3n, 2)?.map((r) => r.revision)).toEqual([3n, 4n]);
+    expect(ring.read(3n, 10)?.map((r) => r.revision)).toEqual([3n, 4n, 5n, 6n]);
+    expect(ring.read(7n, 10)).toBeUndefined();
+    // A gap restarts the window.
+    ring.add([9n].map(rec));
+    expect(ring.read(6n, 10)).toBeUndefined();
+    expect(ring.read(9n, 10)?.map((r) => r.revision)).toEqual([9n]);
+    ring.clear();
+    expect(ring.read(9n, 10)).toBeUndefined();
   });
 });

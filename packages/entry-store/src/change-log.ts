@@ -74,8 +74,9 @@ export function changeLogWrites(
   }[],
   head: bigint,
   values: boolean,
-): { writes: KvWriteOp[]; head: bigint } {
+): { writes: KvWriteOp[]; head: bigint; records: ChangeRecord[] } {
   const writes: KvWriteOp[] = [];
+  const records: ChangeRecord[] = [];
   let rev = head;
   for (const { id, plan, timestampMs } of plans) {
     const r = plan.result;
@@ -109,10 +110,11 @@ export function changeLogWrites(
       key: changeKey(rev),
       value: toBinary(ChangeRecordSchema, record),
     });
+    records.push(record);
   }
   if (rev !== head)
     writes.push({ type: "put", keyspace: "system", key: CHANGE_HEAD_KEY, value: u64(rev) });
-  return { writes, head: rev };
+  return { writes, head: rev, records };
 }
 
 /** Decodes a stored record; a record that does not decode is `corrupt_record`. */
@@ -215,4 +217,59 @@ export async function compactChanges(
   }
   if (deletes.length > 0) await kv.write(deletes, { sync: false });
   return deletes.length;
+}
+
+/**
+ * The newest records of a log, in memory: live watchers read what was just written from
+ * here instead of each reading it from storage again.
+ */
+export class RecentChanges {
+  private readonly ring: (ChangeRecord | undefined)[];
+  /** Revision of the oldest record held (records are contiguous up to the newest). */
+  private first = 0n;
+  private count = 0;
+
+  constructor(private readonly capacity: number) {
+    this.ring = new Array<ChangeRecord | undefined>(capacity);
+  }
+
+  /** Appends records that follow the newest held (anything else restarts the window). */
+  add(records: readonly ChangeRecord[]): void {
+    for (const r of records) {
+      if (this.count === 0 || r.revision !== this.first + BigInt(this.count)) {
+        this.first = r.revision;
+        this.count = 0;
+      }
+      this.ring[Number(r.revision % BigInt(this.capacity))] = r;
+      if (this.count < this.capacity) this.count++;
+      else this.first++;
+    }
+  }
+
+  /** Up to `limit` records from `from` on, or `undefined` when `from` is not held. */
+  read(from: bigint, limit: number): ChangeRecord[] | undefined {
+    const end = this.first + BigInt(this.count);
+    if (this.count === 0 || from < this.first || from >= end) return undefined;
+    const out: ChangeRecord[] = [];
+    for (let rev = from; rev < end && out.length < limit; rev++) {
+      out.push(this.ring[Number(rev % BigInt(this.capacity))] as ChangeRecord);
+    }
+    return out;
+  }
+
+  /** Forgets records older than `revision` (compaction removed them from storage). */
+  dropBefore(revision: bigint): void {
+    if (this.count === 0 || revision <= this.first) return;
+    const drop = revision - this.first;
+    if (drop >= BigInt(this.count)) this.count = 0;
+    else {
+      this.count -= Number(drop);
+      this.first = revision;
+    }
+  }
+
+  /** Forgets everything (the log was replaced). */
+  clear(): void {
+    this.count = 0;
+  }
 }

@@ -14,6 +14,7 @@ import {
   type ChangeRetention,
   compactChanges,
   oldestChange,
+  RecentChanges,
   readChangeHead,
   readChanges,
 } from "./change-log.js";
@@ -328,6 +329,8 @@ class EntryStoreImpl implements EntryStore {
   private applied: number;
   private closed = false;
   readonly changes: ChangeLog | undefined;
+  /** The newest change records, for live watchers (4,096 per shard). */
+  private readonly recent = new RecentChanges(4096);
 
   constructor(
     private readonly kv: KvShard,
@@ -364,12 +367,14 @@ class EntryStoreImpl implements EntryStore {
           : {
               head: changeHead,
               values: options.changeLog.values === true,
-              onDurable: (head) => {
+              onDurable: (head, records) => {
+                recent.add(records);
                 for (const l of listeners) l(head);
               },
             },
     });
     const listeners = new Set<(head: bigint) => void>();
+    const recent = this.recent;
     const applier = this.applier;
     this.changes =
       options.changeLog === undefined
@@ -377,10 +382,20 @@ class EntryStoreImpl implements EntryStore {
         : {
             head: () => applier.changeHead,
             values: options.changeLog.values === true,
-            read: (from, limit) => this.read(undefined, () => readChanges(kv, from, limit)),
+            read: (from, limit) =>
+              this.read(
+                undefined,
+                async () => recent.read(from, limit) ?? readChanges(kv, from, limit),
+              ),
             oldest: () => this.read(undefined, () => oldestChange(kv)),
             compact: (retention, now = Date.now()) =>
-              this.read(undefined, () => compactChanges(kv, applier.changeHead, retention, now)),
+              this.read(undefined, async () => {
+                const removed = await compactChanges(kv, applier.changeHead, retention, now);
+                if (removed > 0) {
+                  recent.dropBefore((await oldestChange(kv)) ?? applier.changeHead + 1n);
+                }
+                return removed;
+              }),
             subscribe(listener) {
               listeners.add(listener);
               return () => listeners.delete(listener);
@@ -493,6 +508,7 @@ class EntryStoreImpl implements EntryStore {
     } catch (err) {
       throw storeError(err);
     }
+    this.recent.clear();
     this.applier.reset((await readLiveCounter(this.kv)) ?? 0n, await readChangeHead(this.kv));
     this.applied = await readAppliedIndex(this.kv);
   }

@@ -9,7 +9,7 @@ import {
   entryRange,
   type KeyRange,
 } from "@oprc/granular-key";
-import type { ObjData, ObjectMetaRecord } from "@oprc/grpc-api/messages";
+import type { ChangeRecord, ObjData, ObjectMetaRecord } from "@oprc/grpc-api/messages";
 import { changeLogWrites } from "./change-log.js";
 import { loadAutomerge, mergeCrdtSync } from "./crdt-merge.js";
 import { decodeEntryKey, keyInfo } from "./entry-keys.js";
@@ -72,8 +72,8 @@ export interface OrderedApplierOptions {
         readonly head: bigint;
         /** Record new values too. */
         readonly values: boolean;
-        /** Told of the new head once a write carrying changes is durable. */
-        readonly onDurable?: (head: bigint) => void;
+        /** Told of the new head and its records once a write carrying changes is durable. */
+        readonly onDurable?: (head: bigint, records: readonly ChangeRecord[]) => void;
       }
     | undefined;
 }
@@ -508,7 +508,7 @@ export class OrderedApplier {
         for (const { id, plan } of items) this.options.onApplied?.(id, plan.result);
         if (logged !== undefined && logged.head > this.durableRevision) {
           this.durableRevision = logged.head;
-          log?.onDurable?.(logged.head);
+          log?.onDurable?.(logged.head, logged.records);
         }
       },
       (err: unknown): never => {
