@@ -38,7 +38,8 @@ const REQUESTS = Number(args.requests ?? (quick ? 5_000 : 20_000));
 if (!(ROUNDS >= 1 && REQUESTS >= 100)) throw new Error("bad --rounds/--requests");
 const PKG = fileURLToPath(new URL("..", import.meta.url));
 const outFile = path.join(PKG, quick ? "RESULTS-feed.quick.md" : "RESULTS-feed.md");
-const command = `npx -y pnpm@10.34.9 bench:feed${quick ? " -- --quick" : ""}`;
+const given = process.argv.slice(2).filter((a) => a !== "--");
+const command = `npx -y pnpm@10.34.9 bench:feed${given.length > 0 ? ` -- ${given.join(" ")}` : ""}`;
 const tmp = mkdtempSync(path.join(os.tmpdir(), "odgm-bench-feed-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
 setTimeout(
