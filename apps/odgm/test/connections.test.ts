@@ -51,10 +51,14 @@ describe.skipIf(skipPythonInterop)("one HTTP/2 connection under load", () => {
         "/oprc.DataService/SetValue",
         Buffer.from(body).toString("hex"),
         String(CALLS),
+        "120",
       ],
       { timeout: 170_000 },
     );
-    expect(JSON.parse(stdout)).toEqual({ OK: CALLS });
+    const flood = JSON.parse(stdout) as { counts: Record<string, number>; seconds: number };
+    // The duration is printed for diagnosis only (shared machines are noisy), never asserted.
+    console.log(`${CALLS} SetValue calls on one channel: ${JSON.stringify(flood)}`);
+    expect(flood.counts).toEqual({ OK: CALLS });
     // Each call was applied exactly once.
     const data = createClient(DataService, createGrpcTransport({ baseUrl: temp.node.url }));
     const got = await data.getValue({ clsId: "default", objectIdStr: "flood", keyStr: "k" });
