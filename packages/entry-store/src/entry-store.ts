@@ -2,7 +2,13 @@
 // applier with pipelined group commit) and the read side. See the package README.
 
 import { toBinary } from "@bufbuild/protobuf";
-import { afterObject, isKeyError, objectsRange } from "@oprc/granular-key";
+import {
+  afterObject,
+  decodeLegacyKey,
+  encodeMetadataKey,
+  isKeyError,
+  objectsRange,
+} from "@oprc/granular-key";
 import {
   type ChangeRecord,
   type ObjData,
@@ -54,11 +60,20 @@ export interface EntryStoreOptions {
   /** Default durability of mutations: sync the WAL before acknowledging. Default true (`ODGM_SYNC_WRITES`). */
   sync?: boolean;
   /**
-   * Granular storage (`ODGM_ENABLE_GRANULAR_STORAGE`). Default true. When false, objects
-   * with canonical numeric ids that have no granular metadata are written as legacy
-   * blobs; string ids are always granular.
+   * Default true. False writes objects with canonical numeric ids that have no granular
+   * metadata as legacy blobs only: the pre-granular format (no versions, no events), for
+   * producing data as ODGM wrote it before per-entry records. String ids are always
+   * granular. A node never uses this; see {@link EntryStoreOptions.dualWrite}.
    */
   granular?: boolean;
+  /**
+   * Dual-write (`ODGM_ENABLE_GRANULAR_STORAGE=false` on a node; seed 003 phases A–C):
+   * every write of a numeric id also keeps the whole object as a legacy blob, in the same
+   * atomic write as its per-entry records and metadata, for a node of the pre-granular
+   * format to read. Versions, CAS and events work as always; reads use the per-entry
+   * records. Each such write reads every entry of its object. Default false.
+   */
+  dualWrite?: boolean;
   /**
    * Read legacy blobs of numeric ids that have no granular metadata, and convert them on
    * their first write. Default true; turn off once a backfill has converted every blob to
@@ -258,12 +273,17 @@ async function countLiveObjects(kv: KvShard, sync: boolean): Promise<bigint> {
   } finally {
     await it.close();
   }
+  // A blob beside granular metadata (a dual-write copy, or stale) is not an object of its own.
   const blobs = kv.iterator("blobs", { keysOnly: true });
   try {
     for (;;) {
       const rows = await blobs.next(1024);
       if (rows.length === 0) break;
-      live += BigInt(rows.length);
+      const metas = await kv.getMany(
+        "objects",
+        rows.map(([key]) => encodeMetadataKey(decodeLegacyKey(key).toString())),
+      );
+      for (const m of metas) if (m === undefined) live++;
     }
   } finally {
     await blobs.close();
@@ -355,7 +375,11 @@ class EntryStoreImpl implements EntryStore {
     this.applier = new OrderedApplier({
       kv,
       shard: options.shard,
-      env: { granular: options.granular !== false, legacyFallback },
+      env: {
+        granular: options.granular !== false,
+        legacyFallback,
+        dualWrite: options.dualWrite === true,
+      },
       sync: options.sync !== false,
       cacheSize: checkPositive(options.objectCacheSize ?? 10_000, "objectCacheSize"),
       pageSize: prefetchLimit,

@@ -112,6 +112,7 @@ describe("stateNeeds", () => {
     expect(stateNeeds({ kind: "set_entry", ...base(), key: "a", value: v("1") })).toEqual({
       keys: ["a"],
       allKeys: false,
+      values: false,
       blobAlways: false,
     });
     expect(
@@ -120,6 +121,14 @@ describe("stateNeeds", () => {
     expect(stateNeeds({ kind: "set_object", ...base(), entries: new Map() }).allKeys).toBe(true);
     expect(stateNeeds({ kind: "delete_object", ...base() }).allKeys).toBe(true);
     expect(stateNeeds({ kind: "convert_legacy", ...base(T, "7") }).blobAlways).toBe(true);
+    // Dual-write rebuilds a numeric id's blob: every entry, with values.
+    const dual = { dualWrite: true };
+    expect(
+      stateNeeds({ kind: "set_entry", ...base(T, "7"), key: "a", value: v("1") }, dual),
+    ).toEqual({ keys: [], allKeys: true, values: true, blobAlways: false });
+    expect(
+      stateNeeds({ kind: "set_entry", ...base(T, "abc"), key: "a", value: v("1") }, dual).allKeys,
+    ).toBe(false);
   });
 });
 
@@ -568,7 +577,18 @@ describe("legacy blobs", () => {
       ENV,
     );
     expect(stale.writes).toEqual([{ type: "del", keyspace: "blobs", key: blobKey }]);
-    expect(stale.liveDelta).toBe(-1);
+    expect(stale.liveDelta).toBe(0);
+    // Under dual-write the blob beside metadata is the object's current copy: it stays.
+    const dual = { ...ENV, dualWrite: true };
+    const kept = planMutation(
+      { kind: "convert_legacy", ...base(T, "42") },
+      { ...blobState, meta: converted.next.meta },
+      dual,
+    );
+    expect(kept.writes).toEqual([]);
+    const fresh = planMutation({ kind: "convert_legacy", ...base(T, "42") }, blobState, dual);
+    expect(fresh.conversion).toEqual({ converted: true, entries: 2 });
+    expect(fresh.writes.some((w) => w.keyspace === "blobs")).toBe(false);
     expect(
       codeOf(() => planMutation({ kind: "convert_legacy", ...base(T, "abc") }, ABSENT_STATE, ENV)),
     ).toBe("invalid_argument");

@@ -38,6 +38,8 @@ export interface StateNeeds {
   readonly keys: readonly string[];
   /** Every entry key of the object is needed (replace and delete remove the rest). */
   readonly allKeys: boolean;
+  /** Values of the loaded entries are needed too, not only their presence. */
+  readonly values: boolean;
   /** The legacy blob is needed even when granular metadata exists (conversion). */
   readonly blobAlways: boolean;
 }
@@ -81,10 +83,20 @@ export type CrdtMerge = (
 
 /** The store settings a plan depends on (identical on every replica of a shard). */
 export interface PlanEnv {
-  /** `ODGM_ENABLE_GRANULAR_STORAGE`: false writes numeric ids without metadata as blobs. */
+  /**
+   * False writes numeric ids without metadata as whole legacy blobs only, the pre-granular
+   * format (no versions, no events): what ODGM wrote before per-entry records.
+   */
   readonly granular: boolean;
   /** Legacy blobs are read (and converted on write). */
   readonly legacyFallback: boolean;
+  /**
+   * Dual-write (`ODGM_ENABLE_GRANULAR_STORAGE=false` on a node, seed 003 phases A–C):
+   * every write of a numeric id writes its per-entry records and metadata as always and,
+   * in the same atomic write, the whole object as a legacy blob, which a node of the
+   * pre-granular format can read. Reads are served from the per-entry records.
+   */
+  readonly dualWrite?: boolean;
   /** CRDT merge, needed only by a merge with a `VAL_TYPE_CRDT_MAP` value over another. */
   readonly crdt?: CrdtMerge | undefined;
 }
@@ -109,23 +121,38 @@ const NO_CHANGES: readonly ChangedEntry[] = Object.freeze([]);
 const NO_WRITES: readonly KvWriteOp[] = Object.freeze([]);
 const NO_ENTRY_CHANGES: ReadonlyMap<string, OpValue | null> = new Map();
 
-/** The reads {@link planMutation} needs for `op`. */
-export function stateNeeds(op: StoreOp): StateNeeds {
+/** Dual-write rebuilds a numeric id's blob from every entry, so it reads them all. */
+const EVERY_ENTRY: StateNeeds = Object.freeze({
+  keys: [],
+  allKeys: true,
+  values: true,
+  blobAlways: false,
+});
+
+/** The reads {@link planMutation} needs for `op` under `env`. */
+export function stateNeeds(op: StoreOp, env?: Pick<PlanEnv, "dualWrite">): StateNeeds {
+  if (env?.dualWrite === true && op.kind !== "convert_legacy" && isCanonicalU64(op.objectId))
+    return EVERY_ENTRY;
   switch (op.kind) {
     case "set_entry":
     case "delete_entry":
-      return { keys: [op.key], allKeys: false, blobAlways: false };
+      return { keys: [op.key], allKeys: false, values: false, blobAlways: false };
     case "batch":
-      return { keys: [...op.sets.keys(), ...op.deletes], allKeys: false, blobAlways: false };
+      return {
+        keys: [...op.sets.keys(), ...op.deletes],
+        allKeys: false,
+        values: false,
+        blobAlways: false,
+      };
     case "merge_object":
-      return { keys: [...op.entries.keys()], allKeys: false, blobAlways: false };
+      return { keys: [...op.entries.keys()], allKeys: false, values: true, blobAlways: false };
     case "set_object":
     case "delete_object":
-      return { keys: [], allKeys: true, blobAlways: false };
+      return { keys: [], allKeys: true, values: false, blobAlways: false };
     case "set_event_config":
-      return { keys: [], allKeys: false, blobAlways: false };
+      return { keys: [], allKeys: false, values: false, blobAlways: false };
     case "convert_legacy":
-      return { keys: [], allKeys: false, blobAlways: true };
+      return { keys: [], allKeys: false, values: false, blobAlways: true };
   }
 }
 
@@ -355,7 +382,7 @@ export function planMutation(op: StoreOp, state: ObjectState, env: PlanEnv): Mut
   const id = op.objectId;
   checkId(id);
   const metaKey = keyArg(() => encodeMetadataKey(id), "object id");
-  if (op.kind === "convert_legacy") return planConversion(id, op, state, metaKey);
+  if (op.kind === "convert_legacy") return planConversion(id, op, state, metaKey, env);
   const before = describe(id, state);
   checkCas(op, before.version);
   const intent = intentOf(id, op, before, env);
@@ -401,8 +428,9 @@ export function planMutation(op: StoreOp, state: ObjectState, env: PlanEnv): Mut
   let next: MutationPlan["next"];
   let versionAfter: bigint;
 
+  const dual = env.dualWrite === true && isCanonicalU64(id);
   const legacyWrite =
-    !env.granular && state.meta === undefined && env.legacyFallback && isCanonicalU64(id);
+    !dual && !env.granular && state.meta === undefined && env.legacyFallback && isCanonicalU64(id);
   if (legacyWrite) {
     // Legacy mode: the object stays (or becomes) a whole blob; blobs carry no version.
     versionAfter = 0n;
@@ -444,7 +472,7 @@ export function planMutation(op: StoreOp, state: ObjectState, env: PlanEnv): Mut
           entryChanges.set(k, value);
         }
       }
-      writes.push({ type: "del", keyspace: "blobs", key: encodeLegacyKey(BigInt(id)) });
+      if (!dual) writes.push({ type: "del", keyspace: "blobs", key: encodeLegacyKey(BigInt(id)) });
     } else {
       entryCount = before.live ? (state.meta?.entryCount ?? 0n) : 0n;
     }
@@ -488,6 +516,20 @@ export function planMutation(op: StoreOp, state: ObjectState, env: PlanEnv): Mut
       writes.push({ type: "del", keyspace: "objects", key: eventKey });
     }
     next = { meta, event: eventAfter, blob: before.blob === undefined ? state.blob : null };
+    if (dual) {
+      const blob = liveAfter ? dualBlob(id, before, intent, eventAfter) : null;
+      writes.push(
+        blob === null
+          ? { type: "del", keyspace: "blobs", key: encodeLegacyKey(BigInt(id)) }
+          : {
+              type: "put",
+              keyspace: "blobs",
+              key: encodeLegacyKey(BigInt(id)),
+              value: encodeBlob(blob),
+            },
+      );
+      next = { meta, event: eventAfter, blob };
+    }
   }
   return {
     writes,
@@ -506,6 +548,29 @@ export function planMutation(op: StoreOp, state: ObjectState, env: PlanEnv): Mut
   };
 }
 
+/** The whole object after `intent` as a legacy blob (dual-write). */
+function dualBlob(
+  id: string,
+  before: Before,
+  intent: Intent,
+  event: ObjectEvent | undefined,
+): ObjData {
+  const entries = new Map<string, { info: KeyInfo; value: OpValue }>();
+  for (const key of before.keys()) {
+    if (intent.dels.has(key) || intent.sets.has(key)) continue;
+    const value = before.value(key);
+    if (value === undefined) {
+      throw new StoreError(
+        "invalid_argument",
+        `the value of entry ${JSON.stringify(key)} was not loaded for dual-write`,
+      );
+    }
+    entries.set(key, { info: keyInfo(id, key), value });
+  }
+  for (const [key, set] of intent.sets) entries.set(key, set);
+  return buildBlob(entries.values(), event);
+}
+
 /**
  * `convert_legacy`: writes a legacy blob's entries (version 0) and metadata and removes the
  * blob, atomically. A blob left beside granular metadata (written by something else after
@@ -516,6 +581,7 @@ function planConversion(
   op: StoreOp & { kind: "convert_legacy" },
   state: ObjectState,
   metaKey: Uint8Array,
+  env: PlanEnv,
 ): MutationPlan {
   if (!isCanonicalU64(id)) {
     throw new StoreError(
@@ -554,16 +620,20 @@ function planConversion(
   });
   if (state.blob === null) return unchanged({ converted: false, entries: 0 }, NO_WRITES, 0);
   if (state.meta !== undefined) {
-    // The counter scan counted the stale blob as an object of its own.
+    // The granular record wins. Under dual-write the blob is its current copy and stays;
+    // otherwise it is stale (a dual-write copy from an earlier phase, or written by a
+    // node of the pre-granular format) and goes. It never counted as an object of its own.
+    if (env.dualWrite === true) return unchanged({ converted: false, entries: 0 }, NO_WRITES, 0);
     return unchanged(
       { converted: false, entries: 0 },
       [{ type: "del", keyspace: "blobs", key: blobKey }],
-      -1,
+      0,
     );
   }
   const nowMs = nowOf(op);
   const entries = blobEntries(id, state.blob);
-  const writes: KvWriteOp[] = [{ type: "del", keyspace: "blobs", key: blobKey }];
+  const writes: KvWriteOp[] =
+    env.dualWrite === true ? [] : [{ type: "del", keyspace: "blobs", key: blobKey }];
   const entryChanges = new Map<string, OpValue | null>();
   for (const [k, { info, value }] of entries) {
     writes.push({
@@ -603,7 +673,7 @@ function planConversion(
       exists: true,
       eventConfig: event,
     },
-    next: { meta, event, blob: null },
+    next: { meta, event, blob: env.dualWrite === true ? state.blob : null },
     entryChanges,
     liveDelta: 0,
     conversion: { converted: true, entries: entries.size },

@@ -294,18 +294,12 @@ export class OrderedApplier {
     entry: CachedObject,
   ): Promise<{ state: ObjectState; crdt: CrdtMerge | undefined }> {
     const id = op.objectId;
-    const needs = stateNeeds(op);
+    const needs = stateNeeds(op, this.options.env);
     if (needs.blobAlways && entry.blob === undefined) {
       entry.blob = (await this.readBlob(id)) ?? null;
     }
     pruneDurable(entry);
-    const entries = await this.loadEntries(
-      id,
-      entry,
-      needs.keys,
-      needs.allKeys,
-      op.kind === "merge_object",
-    );
+    const entries = await this.loadEntries(id, entry, needs.keys, needs.allKeys, needs.values);
     const crdt =
       op.kind === "merge_object" && hasCrdt(op.entries)
         ? mergeCrdtSync(await loadAutomerge())
@@ -330,7 +324,7 @@ export class OrderedApplier {
     const metaKey = encodeMetadataKey(id);
     const eventKey = encodeEventConfigKey(id);
     // A miss reads the entries the operation names in the same multi-get (one round trip).
-    const needs = op === undefined ? undefined : stateNeeds(op);
+    const needs = op === undefined ? undefined : stateNeeds(op, this.options.env);
     const infos = needs === undefined || needs.allKeys ? [] : needs.keys.map((k) => keyInfo(id, k));
     const [metaRaw, eventRaw, ...entryRaws] = await this.options.kv.getMany("objects", [
       metaKey,
@@ -388,13 +382,16 @@ export class OrderedApplier {
       const it = this.options.kv.iterator("objects", {
         gte: range.gte,
         lt: range.lt,
-        keysOnly: true,
+        keysOnly: !values,
       });
       try {
         for (;;) {
           const rows = await it.next(this.options.pageSize);
           if (rows.length === 0) break;
-          for (const [k] of rows) out.set(decodeEntryKey(id, k).key, undefined);
+          for (const [k, v] of rows) {
+            const key = decodeEntryKey(id, k).key;
+            out.set(key, values ? storedValue(v, k, key) : undefined);
+          }
         }
       } finally {
         await it.close();
@@ -428,17 +425,7 @@ export class OrderedApplier {
         out.set(info.key, undefined);
         continue;
       }
-      const value = decodeEntry(v, info.storageKey).value;
-      if (value === undefined) {
-        throw new StoreError(
-          "corrupt_record",
-          `entry of key ${JSON.stringify(info.key)} has no value`,
-          {
-            key: info.storageKey.slice(),
-          },
-        );
-      }
-      out.set(info.key, value);
+      out.set(info.key, storedValue(v, info.storageKey, info.key));
     }
     return out;
   }
@@ -558,4 +545,15 @@ function staleError(): StoreError {
 export async function readLiveCounter(kv: KvShard): Promise<bigint | undefined> {
   const raw = await kv.get("system", COUNTERS_KEY);
   return raw === undefined ? undefined : decodeCounters(raw, COUNTERS_KEY).liveObjects;
+}
+
+/** The value of a stored entry record; a record without one is `corrupt_record`. */
+function storedValue(raw: Uint8Array | undefined, storageKey: Uint8Array, key: string): OpValue {
+  const value = raw === undefined ? undefined : decodeEntry(raw, storageKey).value;
+  if (value === undefined) {
+    throw new StoreError("corrupt_record", `entry of key ${JSON.stringify(key)} has no value`, {
+      key: storageKey.slice(),
+    });
+  }
+  return value;
 }

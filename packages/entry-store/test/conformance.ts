@@ -737,6 +737,60 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
         expect(await store.getObject("8")).toBeUndefined();
         expect(store.stats().liveObjects).toBe(1n);
       });
+
+      it("dual-write keeps each numeric object's blob equal to its entries, with versions, CAS and events", async () => {
+        await store.close();
+        const legacy = await open({ granular: false });
+        await legacy.setObject("5", { entries: [["1", val("old")]] });
+        await legacy.close();
+        store = await open({ dualWrite: true });
+        const blobOf = async (id: bigint) => {
+          const b = await store.getLegacyBlob(id);
+          if (b === undefined) return undefined;
+          const out: Record<string, string | undefined> = {};
+          for (const [k, x] of Object.entries(b.entries)) out[k] = txt(x);
+          for (const [k, x] of Object.entries(b.entriesStr)) out[k] = txt(x);
+          return out;
+        };
+        // A new numeric object: entries, metadata and the blob, in one write.
+        const a = await store.batch("9", {
+          set: [
+            ["1", val("a")],
+            ["name", val("n")],
+          ],
+        });
+        expect(a).toMatchObject({ versionBefore: 0n, versionAfter: 1n });
+        expect(await blobOf(9n)).toEqual({ "1": "a", name: "n" });
+        await expectCode(
+          store.setEntry("9", "1", val("x"), { expectedVersion: 0n }),
+          "version_mismatch",
+        );
+        const b = await store.setEntry("9", "2", val("b"), { expectedVersion: 1n });
+        expect(b.changed).toEqual([{ key: "2", numeric: true, action: "create" }]);
+        expect(await blobOf(9n)).toEqual({ "1": "a", "2": "b", name: "n" });
+        await store.setEventConfig("9", eventWithTrigger("f"));
+        expect((await store.getLegacyBlob(9n))?.event?.dataTriggerStr.name?.onUpdate[0]?.fnId).toBe(
+          "f",
+        );
+        // A legacy object converts on its first write and keeps its (updated) blob.
+        await store.setEntry("5", "2", val("new"));
+        expect(await blobOf(5n)).toEqual({ "1": "old", "2": "new" });
+        expect((await store.getMetadata("5"))?.legacy).toBe(false);
+        // String ids have no blob; deleting removes the blob with the object.
+        await store.setEntry("s", "1", val("x"));
+        await store.deleteObject("9");
+        expect(await store.getLegacyBlob(9n)).toBeUndefined();
+        expect(store.stats().liveObjects).toBe(2n);
+        // Conversion keeps a dual-write blob; without dual-write it drops it as stale.
+        expect(await store.convertLegacyObject(5n)).toEqual({ converted: false, entries: 0 });
+        expect(await store.getLegacyBlob(5n)).toBeDefined();
+        await store.close();
+        store = await open();
+        expect(await store.convertLegacyObject(5n)).toEqual({ converted: false, entries: 0 });
+        expect(await store.getLegacyBlob(5n)).toBeUndefined();
+        expect(txt((await store.getEntry("5", "2")).entry?.value)).toBe("new");
+        expect(store.stats().liveObjects).toBe(2n);
+      });
     });
 
     describe("serialization per object", () => {
