@@ -35,6 +35,8 @@ describe("loadConfig", () => {
       stringIdWrites: true,
       numericIdCreates: "allow",
       granularStorage: true,
+      blobFallback: true,
+      allowRemainingBlobs: false,
       maxStringIdLen: 160,
       unicodeIds: false,
     });
@@ -62,6 +64,14 @@ describe("loadConfig", () => {
         [3, "http://n3"],
       ]),
     );
+  });
+
+  it("blob phases: dual-write and no blob fallback exclude each other", () => {
+    const f = loadConfig({ ODGM_BLOB_FALLBACK: "false", ODGM_ALLOW_REMAINING_BLOBS: "true" });
+    expect(f.features).toMatchObject({ blobFallback: false, allowRemainingBlobs: true });
+    expect(() =>
+      loadConfig({ ODGM_ENABLE_GRANULAR_STORAGE: "false", ODGM_BLOB_FALLBACK: "false" }),
+    ).toThrow(/ODGM_BLOB_FALLBACK.*set one or the other/);
   });
 
   it("the primary name wins over the alias", () => {

@@ -58,8 +58,20 @@ export interface OdgmConfig {
     readonly stringIdWrites: boolean;
     /** `ODGM_NUMERIC_ID_CREATES` (default `allow`): seed 000 phases 4 (`warn`) and 5 (`refuse`). */
     readonly numericIdCreates: NumericIdCreates;
-    /** `ODGM_ENABLE_GRANULAR_STORAGE` (default true): false writes numeric-id objects as legacy blobs. */
+    /**
+     * `ODGM_ENABLE_GRANULAR_STORAGE` (default true): false is dual-write (seed 003 phases
+     * A–C): numeric-id objects are also written whole as legacy blobs, beside their
+     * per-entry records, for a node of the pre-granular format to read.
+     */
     readonly granularStorage: boolean;
+    /**
+     * `ODGM_BLOB_FALLBACK` (default true): false stops reading legacy blobs (seed 003
+     * phase F); the node then refuses to start while any remain unless
+     * `ODGM_ALLOW_REMAINING_BLOBS=true` (`allowRemainingBlobs`).
+     */
+    readonly blobFallback: boolean;
+    /** `ODGM_ALLOW_REMAINING_BLOBS` (default false): start with blob fallback off even though blobs remain. */
+    readonly allowRemainingBlobs: boolean;
     /** `ODGM_MAX_STRING_ID_LEN` (default 160 bytes), for ids and entry keys. */
     readonly maxStringIdLen: number;
     /** `ODGM_STRING_ID_UNICODE` (default false): NFC unicode ids instead of `[a-z0-9._:-]`. */
@@ -393,6 +405,12 @@ export function loadConfig(env: Env): OdgmConfig {
     );
   }
   const caFile = env.ODGM_TLS_CA?.trim() || undefined;
+  if (!bool(env, "ODGM_ENABLE_GRANULAR_STORAGE", true) && !bool(env, "ODGM_BLOB_FALLBACK", true)) {
+    throw configError(
+      "ODGM_BLOB_FALLBACK",
+      "ODGM_ENABLE_GRANULAR_STORAGE=false writes legacy blobs (dual-write, seed 003 phases A-C) and ODGM_BLOB_FALLBACK=false is for once none remain (phase F): set one or the other",
+    );
+  }
   if (caFile !== undefined && certFile === undefined) {
     throw configError("ODGM_TLS_CA", "ODGM_TLS_CA needs ODGM_TLS_CERT and ODGM_TLS_KEY as well");
   }
@@ -423,6 +441,8 @@ export function loadConfig(env: Env): OdgmConfig {
       stringIdWrites: bool(env, "ODGM_STRING_ID_WRITES", true),
       numericIdCreates: numericIdCreates(env.ODGM_NUMERIC_ID_CREATES),
       granularStorage: bool(env, "ODGM_ENABLE_GRANULAR_STORAGE", true),
+      blobFallback: bool(env, "ODGM_BLOB_FALLBACK", true),
+      allowRemainingBlobs: bool(env, "ODGM_ALLOW_REMAINING_BLOBS", false),
       maxStringIdLen: int(env, "ODGM_MAX_STRING_ID_LEN", 160, 1, 4096),
       unicodeIds: bool(env, "ODGM_STRING_ID_UNICODE", false),
     },

@@ -53,8 +53,6 @@ export interface LocalDataPlaneOptions {
   readonly registry: CollectionRegistry;
   readonly functions: FunctionClientPool;
   readonly metrics: OdgmMetrics;
-  /** Storage is granular (`ODGM_ENABLE_GRANULAR_STORAGE`). */
-  readonly granular: boolean;
   /** The Events V2 pipeline runs (`ODGM_EVENT_PIPELINE_V2`). */
   readonly eventPipeline: boolean;
   /** Hide string-id objects from listings (`ODGM_STRING_IDS_WRITE_ONLY`). */
@@ -301,7 +299,8 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
 
   return {
     capabilities: () => ({
-      granularEntryStorage: options.granular,
+      // Every object is stored per entry (dual-write adds the blob beside them).
+      granularEntryStorage: true,
       eventPipelineV2: options.eventPipeline,
     }),
 

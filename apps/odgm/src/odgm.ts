@@ -39,7 +39,11 @@ import type { OdgmConfig } from "./config.js";
 import { createFunctionClientPool } from "./invoke/function-client-pool.js";
 import { createRouteTriggerSink } from "./invoke/route-trigger-sink.js";
 import { createLocalDataPlane } from "./local-data-plane.js";
-import { createMaintenanceService, sampleLegacyBlobs } from "./maintenance/maintenance-service.js";
+import {
+  countLegacyBlobs,
+  createMaintenanceService,
+  sampleLegacyBlobs,
+} from "./maintenance/maintenance-service.js";
 import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js";
 import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { isOdgmError, OdgmError } from "./odgm-error.js";
@@ -244,7 +248,8 @@ export async function startOdgm(
     const manager = createShardManager({
       engine,
       sync: config.syncWrites,
-      granular: config.features.granularStorage,
+      dualWrite: !config.features.granularStorage,
+      legacyFallback: config.features.blobFallback,
       prefetchLimit: config.limits.prefetchLimit,
       maxGetEntries: config.limits.maxGetEntries,
       maxKeyLength: config.features.maxStringIdLen,
@@ -258,6 +263,7 @@ export async function startOdgm(
     late = manager;
     shards = manager;
     for (const spec of registry.list()) await manager.addCollection(spec);
+    if (!config.features.blobFallback) await checkNoBlobsRemain(manager, config, logger);
     // Collections of ODGM_COLLECTION (and, on a new cluster without any, the default one)
     // are created through the metadata group. A single node has its leader at once; a
     // node of a larger cluster creates them once a quorum is up, in the background.
@@ -310,7 +316,6 @@ export async function startOdgm(
       registry,
       functions,
       metrics,
-      granular: config.features.granularStorage,
       eventPipeline: config.events.pipelineEnabled,
       stringIdsWriteOnly: config.features.stringIdsWriteOnly,
       stringIdWrites: config.features.stringIdWrites,
@@ -624,4 +629,33 @@ function rateLimitedNumericCreateLog(logger: Logger): (ref: ObjectRef) => void {
     last = now;
     unlogged = 0;
   };
+}
+
+/**
+ * Seed 003 phase F: with blob fallback off, blobs left in storage are unreadable objects.
+ * Refuses to start while any remain (naming how many, per collection), unless
+ * `ODGM_ALLOW_REMAINING_BLOBS=true`.
+ */
+async function checkNoBlobsRemain(
+  shards: ShardManager,
+  config: OdgmConfig,
+  logger: Logger,
+): Promise<void> {
+  const totals = (await countLegacyBlobs(shards)) ?? new Map<string, number>();
+  const remaining = [...totals].filter(([, n]) => n > 0);
+  if (remaining.length === 0) return;
+  const count = remaining.reduce((sum, [, n]) => sum + n, 0);
+  const where = remaining.map(([cls, n]) => `${cls}: ${n}`).join(", ");
+  if (config.features.allowRemainingBlobs) {
+    logger.warn(
+      { remainingBlobs: count },
+      `ODGM_BLOB_FALLBACK=false with ${count} legacy blob(s) left (${where}): those objects are not readable until converted`,
+    );
+    return;
+  }
+  throw new OdgmError(
+    "invalid_config",
+    `ODGM_BLOB_FALLBACK=false but ${count} legacy blob(s) remain (${where}): convert them first (odgm-backfill, or MaintenanceService/ConvertLegacyObjects with ODGM_BLOB_FALLBACK=true), or set ODGM_ALLOW_REMAINING_BLOBS=true to start anyway with those objects unreadable`,
+    { variable: "ODGM_BLOB_FALLBACK" },
+  );
 }

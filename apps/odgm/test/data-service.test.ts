@@ -147,7 +147,7 @@ describe.each(clients)("feature flags off, via %s", (client, make, env) => {
     expect(
       (await call(M.batchSetValues, { ...base, objectId: 1n, values: { name: v("x") } })).code,
     ).toBe(Code.Unimplemented);
-    // Canonical numeric strings are the numeric id/key; legacy (blob) storage serves them.
+    // Canonical numeric strings are the numeric id/key (dual-written, blob beside entries).
     expect(
       (await call(M.setValue, { ...base, objectIdStr: "42", keyStr: "7", value: v("x") })).code,
     ).toBe(0);
@@ -157,7 +157,7 @@ describe.each(clients)("feature flags off, via %s", (client, make, env) => {
     expect(caps.responses[0]).toMatchObject({
       stringIds: false,
       stringEntryKeys: false,
-      granularEntryStorage: false,
+      granularEntryStorage: true,
       eventPipelineV2: false,
     });
   });

@@ -613,7 +613,7 @@ class EntryStoreImpl implements EntryStore {
         { kind: "convert_legacy", ...this.base(id.toString()) },
         options.sync,
       );
-      return applied.plan.conversion ?? { converted: false, entries: 0 };
+      return applied.plan.conversion ?? { converted: false, entries: 0, blobRemoved: false };
     } catch (err) {
       throw storeError(err);
     }

@@ -562,7 +562,7 @@ describe("legacy blobs", () => {
 
   it("convert_legacy converts once, drops a stale blob beside metadata, refuses string ids", () => {
     const converted = planMutation({ kind: "convert_legacy", ...base(T, "42") }, blobState, ENV);
-    expect(converted.conversion).toEqual({ converted: true, entries: 2 });
+    expect(converted.conversion).toEqual({ converted: true, entries: 2, blobRemoved: true });
     expect(converted.result.versionAfter).toBe(0n);
     expect(metaOf(converted)).toMatchObject({ objectVersion: 0n, entryCount: 2n });
     const none = planMutation(
@@ -587,7 +587,7 @@ describe("legacy blobs", () => {
     );
     expect(kept.writes).toEqual([]);
     const fresh = planMutation({ kind: "convert_legacy", ...base(T, "42") }, blobState, dual);
-    expect(fresh.conversion).toEqual({ converted: true, entries: 2 });
+    expect(fresh.conversion).toEqual({ converted: true, entries: 2, blobRemoved: false });
     expect(fresh.writes.some((w) => w.keyspace === "blobs")).toBe(false);
     expect(
       codeOf(() => planMutation({ kind: "convert_legacy", ...base(T, "abc") }, ABSENT_STATE, ENV)),

@@ -618,14 +618,16 @@ function planConversion(
     liveDelta,
     conversion,
   });
-  if (state.blob === null) return unchanged({ converted: false, entries: 0 }, NO_WRITES, 0);
+  if (state.blob === null)
+    return unchanged({ converted: false, entries: 0, blobRemoved: false }, NO_WRITES, 0);
   if (state.meta !== undefined) {
     // The granular record wins. Under dual-write the blob is its current copy and stays;
     // otherwise it is stale (a dual-write copy from an earlier phase, or written by a
     // node of the pre-granular format) and goes. It never counted as an object of its own.
-    if (env.dualWrite === true) return unchanged({ converted: false, entries: 0 }, NO_WRITES, 0);
+    if (env.dualWrite === true)
+      return unchanged({ converted: false, entries: 0, blobRemoved: false }, NO_WRITES, 0);
     return unchanged(
-      { converted: false, entries: 0 },
+      { converted: false, entries: 0, blobRemoved: true },
       [{ type: "del", keyspace: "blobs", key: blobKey }],
       0,
     );
@@ -676,6 +678,6 @@ function planConversion(
     next: { meta, event, blob: env.dualWrite === true ? state.blob : null },
     entryChanges,
     liveDelta: 0,
-    conversion: { converted: true, entries: entries.size },
+    conversion: { converted: true, entries: entries.size, blobRemoved: env.dualWrite !== true },
   };
 }

@@ -208,4 +208,6 @@ export interface ConvertResult {
   readonly converted: boolean;
   /** Entries written by the conversion. */
   readonly entries: number;
+  /** The call removed the object's legacy blob: converted it, or dropped it as stale. */
+  readonly blobRemoved: boolean;
 }

@@ -689,8 +689,16 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
         const ids: bigint[] = [];
         for await (const id of store.legacyBlobIds()) ids.push(id);
         expect(ids).toEqual([456n]);
-        expect(await store.convertLegacyObject(456n)).toEqual({ converted: true, entries: 1 });
-        expect(await store.convertLegacyObject(456n)).toEqual({ converted: false, entries: 0 });
+        expect(await store.convertLegacyObject(456n)).toEqual({
+          converted: true,
+          entries: 1,
+          blobRemoved: true,
+        });
+        expect(await store.convertLegacyObject(456n)).toEqual({
+          converted: false,
+          entries: 0,
+          blobRemoved: false,
+        });
         expect((await store.getMetadata("456"))?.version).toBe(0n);
         expect(txt((await store.getEntry("456", "2")).entry?.value)).toBe("two");
         const none: bigint[] = [];
@@ -782,11 +790,19 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
         expect(await store.getLegacyBlob(9n)).toBeUndefined();
         expect(store.stats().liveObjects).toBe(2n);
         // Conversion keeps a dual-write blob; without dual-write it drops it as stale.
-        expect(await store.convertLegacyObject(5n)).toEqual({ converted: false, entries: 0 });
+        expect(await store.convertLegacyObject(5n)).toEqual({
+          converted: false,
+          entries: 0,
+          blobRemoved: false,
+        });
         expect(await store.getLegacyBlob(5n)).toBeDefined();
         await store.close();
         store = await open();
-        expect(await store.convertLegacyObject(5n)).toEqual({ converted: false, entries: 0 });
+        expect(await store.convertLegacyObject(5n)).toEqual({
+          converted: false,
+          entries: 0,
+          blobRemoved: true,
+        });
         expect(await store.getLegacyBlob(5n)).toBeUndefined();
         expect(txt((await store.getEntry("5", "2")).entry?.value)).toBe("new");
         expect(store.stats().liveObjects).toBe(2n);

@@ -80,7 +80,11 @@ describe("legacy read racing with conversion", () => {
       await legacy.close();
       const store = await createEntryStore({ engine, shard: "r/0" });
       engine.arm(async () => {
-        expect(await store.convertLegacyObject(55n)).toEqual({ converted: true, entries: 1 });
+        expect(await store.convertLegacyObject(55n)).toEqual({
+          converted: true,
+          entries: 1,
+          blobRemoved: true,
+        });
       });
       check(await read(store));
       expect(store.stats().blobFallbackReads).toBe(0);

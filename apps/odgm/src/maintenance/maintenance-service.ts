@@ -56,8 +56,10 @@ export function createMaintenanceService(
       let converted = 0n;
       let skipped = 0n;
       let entries = 0n;
+      let removed = 0;
       for (const id of req.objectIds) {
         const result = await shard.store.convertLegacyObject(id);
+        if (result.blobRemoved) removed++;
         if (result.converted) {
           converted++;
           entries += BigInt(result.entries);
@@ -65,13 +67,37 @@ export function createMaintenanceService(
           skipped++;
         }
       }
-      if (converted > 0n) {
+      if (converted > 0n)
         metrics.objectsConverted.inc({ collection: req.clsId }, Number(converted));
-        metrics.objectsPendingConversion.dec({ collection: req.clsId }, Number(converted));
-      }
+      // Pending counts blobs: a stale blob dropped beside metadata is one fewer too.
+      if (removed > 0) metrics.objectsPendingConversion.dec({ collection: req.clsId }, removed);
       return create(ConvertLegacyObjectsResponseSchema, { converted, skipped, entries });
     },
   };
+}
+
+/**
+ * Counts every shard's legacy blobs, per collection; `undefined` once `signal` aborts.
+ */
+export async function countLegacyBlobs(
+  shards: ShardManager,
+  signal?: AbortSignal,
+): Promise<Map<string, number> | undefined> {
+  const totals = new Map<string, number>();
+  for (const shard of [...shards.all()]) {
+    let n = totals.get(shard.cls) ?? 0;
+    try {
+      for await (const _ of shard.store.legacyBlobIds({ batchSize: 1024 })) {
+        if (signal?.aborted) return undefined;
+        n++;
+      }
+    } catch (err) {
+      if (signal?.aborted) return undefined;
+      throw err;
+    }
+    totals.set(shard.cls, n);
+  }
+  return totals;
 }
 
 /**
@@ -83,19 +109,8 @@ export async function sampleLegacyBlobs(
   metrics: OdgmMetrics,
   signal?: AbortSignal,
 ): Promise<void> {
-  const totals = new Map<string, number>();
-  for (const shard of [...shards.all()]) {
-    let n = totals.get(shard.cls) ?? 0;
-    try {
-      for await (const _ of shard.store.legacyBlobIds({ batchSize: 1024 })) {
-        if (signal?.aborted) return;
-        n++;
-      }
-    } catch (err) {
-      if (signal?.aborted) return;
-      throw err;
-    }
-    totals.set(shard.cls, n);
+  const totals = await countLegacyBlobs(shards, signal);
+  for (const [collection, n] of totals ?? []) {
+    metrics.objectsPendingConversion.set({ collection }, n);
   }
-  for (const [collection, n] of totals) metrics.objectsPendingConversion.set({ collection }, n);
 }

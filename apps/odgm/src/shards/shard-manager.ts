@@ -62,7 +62,10 @@ export interface Shard {
 export interface ShardManagerOptions {
   readonly engine: KvEngine;
   readonly sync: boolean;
-  readonly granular: boolean;
+  /** Dual-write numeric-id objects as legacy blobs too (`ODGM_ENABLE_GRANULAR_STORAGE=false`). */
+  readonly dualWrite: boolean;
+  /** Read legacy blobs (`ODGM_BLOB_FALLBACK`). */
+  readonly legacyFallback: boolean;
   readonly prefetchLimit: number;
   readonly maxGetEntries: number;
   readonly maxKeyLength: number;
@@ -97,10 +100,8 @@ const OPEN_CONCURRENCY = 32;
 /** Opens and tracks one entry store and one event dispatcher per shard. */
 export function createShardManager(options: ShardManagerOptions): ShardManager {
   /**
-   * Hands a durable mutation to the event pipeline. Legacy blob writes
-   * (`ODGM_ENABLE_GRANULAR_STORAGE=false`) carry no version, so they have no place in the
-   * versioned event stream and emit nothing. The write is durable already: a failure to
-   * build or enqueue its event is reported, never the caller's.
+   * Hands a durable mutation to the event pipeline. The write is durable already: a
+   * failure to build or enqueue its event is reported, never the caller's.
    */
   const emit = (
     events: EventDispatcher,
@@ -180,7 +181,8 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
             engine: options.engine,
             shard: name,
             sync: options.sync,
-            granular: options.granular,
+            dualWrite: options.dualWrite,
+            legacyFallback: options.legacyFallback,
             prefetchLimit: options.prefetchLimit,
             maxGetEntries: options.maxGetEntries,
             maxKeyLength: options.maxKeyLength,
