@@ -1,12 +1,14 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ConvertResult } from "@oprc/entry-store";
 import {
   ConvertLegacyObjectsResponseSchema,
   LegacyObjectPageSchema,
   type MaintenanceService,
+  type ObjData,
 } from "@oprc/grpc-api";
 import type { OdgmMetrics } from "../observability/metrics.js";
-import type { Shard, ShardManager } from "../shards/shard-manager.js";
+import type { Shard, ShardManager, ShardReplica } from "../shards/shard-manager.js";
 
 /** Largest number of ids one ConvertLegacyObjects call may list. */
 const MAX_CONVERT_BATCH = 10_000;
@@ -58,7 +60,10 @@ export function createMaintenanceService(
       let entries = 0n;
       let removed = 0;
       for (const id of req.objectIds) {
-        const result = await shard.store.convertLegacyObject(id);
+        const result =
+          shard.replica === undefined
+            ? await shard.store.convertLegacyObject(id)
+            : await convertReplicated(shard, shard.replica, id);
         if (result.blobRemoved) removed++;
         if (result.converted) {
           converted++;
@@ -73,6 +78,39 @@ export function createMaintenanceService(
       if (removed > 0) metrics.objectsPendingConversion.dec({ collection: req.clsId }, removed);
       return create(ConvertLegacyObjectsResponseSchema, { converted, skipped, entries });
     },
+  };
+}
+
+/** Entries of a legacy blob (a string key spelling a numeric key is the same entry). */
+function blobEntryCount(blob: ObjData): number {
+  const keys = new Set(Object.keys(blob.entries));
+  for (const k of Object.keys(blob.entriesStr)) keys.add(k);
+  return keys.size;
+}
+
+/**
+ * Converts one object of a raft shard through its Raft log, so every replica converts it
+ * (a direct write to this replica's store would make the replicas differ). What the
+ * conversion will do is read from this replica first, for the counts.
+ */
+async function convertReplicated(
+  shard: Shard,
+  replica: ShardReplica,
+  id: bigint,
+): Promise<ConvertResult> {
+  const blob = await shard.store.getLegacyBlob(id);
+  if (blob === undefined) return { converted: false, entries: 0, blobRemoved: false };
+  const meta = await shard.store.getMetadata(id.toString());
+  const result = await replica.mutate({
+    kind: "convert_legacy",
+    objectId: id.toString(),
+    timestampMs: Date.now(),
+  });
+  const pure = meta === undefined || meta.legacy;
+  return {
+    converted: pure && result.wrote,
+    entries: pure && result.wrote ? blobEntryCount(blob) : 0,
+    blobRemoved: result.wrote,
   };
 }
 
