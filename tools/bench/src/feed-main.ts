@@ -5,20 +5,20 @@
 // bytes written to storage (/proc/<pid>/io) per write, and for watchers the change events
 // delivered per second and whether every watcher received every write.
 // Run: npx -y pnpm@10.34.9 bench:feed [-- --quick]   (from the repository root)
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { WatchService } from "@oprc/grpc-api";
 import { encodeSetKeyRequest, grpcFrame, writeBodyFile } from "./body-files.js";
 import { parseH2load } from "./generator-output.js";
+import { startHarness } from "./harness.js";
 import { fmtLoad, machineInfo } from "./machine.js";
 import { odgmBin } from "./odgm-bin.js";
 import { processCpuUs } from "./proc-stat.js";
-import { type Child, killAllChildren, startChild } from "./processes.js";
+import { type Child, startChild } from "./processes.js";
 import { percentile, permutation } from "./stats.js";
 import { ensureWritesTools, runTool } from "./system-tools.js";
 import { fmt, renderTable } from "./table.js";
@@ -36,20 +36,7 @@ const quick = args.quick;
 const ROUNDS = Number(args.rounds ?? (quick ? 1 : 3));
 const REQUESTS = Number(args.requests ?? (quick ? 5_000 : 20_000));
 if (!(ROUNDS >= 1 && REQUESTS >= 100)) throw new Error("bad --rounds/--requests");
-const PKG = fileURLToPath(new URL("..", import.meta.url));
-const outFile = path.join(PKG, quick ? "RESULTS-feed.quick.md" : "RESULTS-feed.md");
-const given = process.argv.slice(2).filter((a) => a !== "--");
-const command = `npx -y pnpm@10.34.9 bench:feed${given.length > 0 ? ` -- ${given.join(" ")}` : ""}`;
-const tmp = mkdtempSync(path.join(os.tmpdir(), "odgm-bench-feed-"));
-process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
-setTimeout(
-  () => {
-    process.stderr.write("bench:feed: gave up\n");
-    killAllChildren();
-    process.exit(3);
-  },
-  (quick ? 10 : 30) * 60_000,
-).unref();
+const { command, outFile, tmp } = startHarness("feed", { quick, giveUpMinutes: quick ? 10 : 30 });
 
 /** Bytes the process caused to be written to storage (`write_bytes` of /proc/<pid>/io). */
 function writeBytes(pid: number): number {

@@ -19,7 +19,14 @@ import {
   type PreloadReport,
   preloadOdgm,
 } from "./preload.js";
-import { type Child, killAllChildren, rssBytes, startChild } from "./processes.js";
+import {
+  type Child,
+  killAllChildren,
+  NODE_FLAGS,
+  rssBytes,
+  startChild,
+  startChildScript,
+} from "./processes.js";
 import { profileShares, topFunctions } from "./profile.js";
 import {
   preloadRedis,
@@ -97,14 +104,6 @@ function dirBytes(dir: string): number {
   return total;
 }
 
-const NODE_FLAGS = [
-  "--conditions=@oprc/source",
-  "--experimental-transform-types",
-  "--no-warnings",
-  "--import",
-  fileURLToPath(import.meta.resolve("@oprc/test-config/ts-hooks")),
-];
-
 /** The real `odgm` command, run from its TypeScript sources (no build needed). */
 function odgmBin(): string {
   const index = fileURLToPath(import.meta.resolve("@oprc/odgm"));
@@ -134,19 +133,6 @@ async function startOdgm(
     ready: /"url":"(http:\/\/127\.0\.0\.1:\d+)"/,
   });
   return { child, url: child.ready[1] as string };
-}
-
-async function startChildScript(
-  name: string,
-  file: string,
-): Promise<{ child: Child; port: number }> {
-  const child = await startChild({
-    name,
-    command: process.execPath,
-    args: [...NODE_FLAGS, fileURLToPath(new URL(file, import.meta.url))],
-    ready: /BENCH_READY (\d+)/,
-  });
-  return { child, port: Number(child.ready[1]) };
 }
 
 // ---------------------------------------------------------------------------- subjects

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 /** A child process the harness started and will stop. */
 export interface Child {
@@ -151,4 +152,30 @@ export function rssBytes(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** Node flags that run the repository's TypeScript sources directly (no build). */
+export const NODE_FLAGS: readonly string[] = [
+  "--conditions=@oprc/source",
+  "--experimental-transform-types",
+  "--no-warnings",
+  "--import",
+  fileURLToPath(import.meta.resolve("@oprc/test-config/ts-hooks")),
+];
+
+/**
+ * Starts one of the baseline servers in `src/children/` (`file`, relative to this module)
+ * and waits for its `BENCH_READY <port>` line.
+ */
+export async function startChildScript(
+  name: string,
+  file: string,
+): Promise<{ child: Child; port: number }> {
+  const child = await startChild({
+    name,
+    command: process.execPath,
+    args: [...NODE_FLAGS, fileURLToPath(new URL(file, import.meta.url))],
+    ready: /BENCH_READY (\d+)/,
+  });
+  return { child, port: Number(child.ready[1]) };
 }

@@ -26,14 +26,8 @@ import type { DataService } from "@oprc/grpc-api";
 import { encodeEtcdPut, encodeSetKeyRequest, grpcFrame, writeBodyFile } from "./body-files.js";
 import { grpcClient } from "./clients.js";
 import { type EtcdInstance, startEtcd } from "./etcd.js";
-import {
-  type H2loadSummary,
-  parseCommandStats,
-  parseGrpcLoad,
-  parseH2load,
-  parseH2loadLog,
-  parseRedisBenchmarkCsv,
-} from "./generator-output.js";
+import { parseCommandStats, parseGrpcLoad, parseRedisBenchmarkCsv } from "./generator-output.js";
+import { runH2load } from "./h2load.js";
 import { fmtLoad, machineInfo } from "./machine.js";
 import type { Sample } from "./measure.js";
 import { checkComm, odgmBin, odgmListing } from "./odgm-bin.js";
@@ -250,8 +244,8 @@ async function countBased(o: {
   };
 }
 
-/** h2load of one gRPC body file; checks status counts and response DATA bytes. */
-async function h2load(o: {
+/** An h2load run at INFLIGHT over `connections`, logged when measured. */
+function h2load(o: {
   port: number;
   path: string;
   body: string;
@@ -261,49 +255,12 @@ async function h2load(o: {
   data: { exact: number } | { atLeast: number };
   measured: boolean;
 }): Promise<{ rps: number; p50Us: number; p99Us: number }> {
-  const logFile = path.join(tmp, "h2load.log");
-  rmSync(logFile, { force: true });
-  const out = await runTool(
-    "h2load",
-    [
-      "-n",
-      String(o.n),
-      "-c",
-      String(o.connections),
-      "-m",
-      String(INFLIGHT / o.connections),
-      "-t",
-      "1",
-      "-d",
-      o.body,
-      "-H",
-      "content-type: application/grpc",
-      "-H",
-      "te: trailers",
-      ...(o.measured ? [`--log-file=${logFile}`] : []),
-      `http://127.0.0.1:${o.port}${o.path}`,
-    ],
-    { timeoutMs: toolTimeout() },
-  );
-  const s: H2loadSummary = parseH2load(out.stdout);
-  const bad =
-    s.done !== o.n ||
-    s.succeeded !== o.n ||
-    s.status2xx !== o.n ||
-    s.failed + s.errored + s.timeout + s.status3xx + s.status4xx + s.status5xx > 0;
-  if (bad) throw new Error(`h2load: not every request succeeded:\n${out.stdout.slice(-800)}`);
-  // A gRPC error is a trailers-only answer (HTTP 200, no DATA): a short DATA total means some.
-  const dataOk =
-    "exact" in o.data ? s.dataBytes === o.data.exact * o.n : s.dataBytes >= o.data.atLeast * o.n;
-  if (!dataOk)
-    throw new Error(
-      `h2load: ${s.dataBytes} response DATA bytes for ${o.n} requests (gRPC errors?)`,
-    );
-  if (!o.measured) return { rps: s.rps, p50Us: Number.NaN, p99Us: Number.NaN };
-  const lat = parseH2loadLog(readFileSync(logFile, "latin1"));
-  if (lat.count !== o.n)
-    throw new Error(`h2load log has ${lat.count} lines with status 200, expected ${o.n}`);
-  return { rps: s.rps, p50Us: lat.p50Us, p99Us: lat.p99Us };
+  return runH2load({
+    ...o,
+    inflight: INFLIGHT,
+    timeoutMs: toolTimeout(),
+    ...(o.measured ? { logFile: path.join(tmp, "h2load.log") } : {}),
+  });
 }
 
 /** A grpc-load run: timed window, grpc-status of every answer checked, then the counter. */
