@@ -214,4 +214,16 @@ describe("function triggers", () => {
     expect(text).toMatch(/odgm_triggers_fired_total\{collection="c",kind="object"\} [1-9]/);
     expect(text).toMatch(/odgm_invocations_total\{kind="obj",status="OKAY"\} [1-9]/);
   });
+
+  it("deliveries are counted per target, and none stays in flight", async () => {
+    let text = "";
+    for (let i = 0; i < 50; i++) {
+      text = await (await fetch(`${n.node.url}/metrics`)).text();
+      if (/odgm_trigger_inflight\{target="c\/on-num"\} 0\b/.test(text)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(text).toMatch(/odgm_trigger_inflight\{target="c\/on-num"\} 0\b/);
+    expect(text).toMatch(/odgm_trigger_deliveries_total\{target="c\/on-num",outcome="ok"\} [1-9]/);
+    expect(text).toMatch(/odgm_trigger_deliveries_total\{target="c\/errored",outcome="ok"\} [1-9]/);
+  });
 });

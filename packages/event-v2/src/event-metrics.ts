@@ -64,6 +64,21 @@ export interface EventMetricsHooks {
    * was aborted by a non-draining close, or its request could not be built.
    */
   onTriggerFailure?(match: TriggerMatch, error: unknown, timedOut: boolean): void;
+  /**
+   * A dispatch to the trigger's target started: it is in flight until
+   * {@link EventMetricsHooks.onTriggerSettled} (per-target in-flight gauges pair the two).
+   */
+  onTriggerStarted?(invocation: TriggerInvocation): void;
+  /**
+   * A started dispatch ended: `ok`, `error` (the sink threw or rejected, or a non-draining
+   * close aborted it) or `timeout`. Also reported through the dispatched/failure hooks.
+   */
+  onTriggerSettled?(invocation: TriggerInvocation, outcome: "ok" | "error" | "timeout"): void;
+  /**
+   * A trigger was dropped before it started: its target's lane already held `laneBound`
+   * waiting dispatches. Also reported through {@link EventMetricsHooks.onTriggerFailure}.
+   */
+  onTriggerDropped?(match: TriggerMatch): void;
   /** A trigger was not fired because `depth` exceeds `ODGM_MAX_TRIGGER_DEPTH`. */
   onDepthExceeded?(match: TriggerMatch, depth: number): void;
   /** A subscriber lost `count` events because its buffer was full. */

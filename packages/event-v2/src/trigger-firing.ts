@@ -170,6 +170,7 @@ export function createTriggerFiring(
       deadlines = [];
       deadlineHead = 0;
     }
+    if (hooks.onTriggerSettled) callHook(() => hooks.onTriggerSettled?.(rec.invocation, outcome));
     if (outcome === "ok") succeeded(rec.invocation);
     else {
       if (outcome === "timeout") rec.controller?.abort(err);
@@ -191,14 +192,17 @@ export function createTriggerFiring(
 
   function dispatchOne(invocation: TriggerInvocation): Promise<void> | undefined {
     const rec = new Inflight(invocation);
+    if (hooks.onTriggerStarted) callHook(() => hooks.onTriggerStarted?.(invocation));
     let result: unknown;
     try {
       result = sink.dispatch(invocation, new SinkOptions(rec));
     } catch (err) {
+      if (hooks.onTriggerSettled) callHook(() => hooks.onTriggerSettled?.(invocation, "error"));
       failed(invocation.match, err, false);
       return undefined;
     }
     if (!isThenable(result)) {
+      if (hooks.onTriggerSettled) callHook(() => hooks.onTriggerSettled?.(invocation, "ok"));
       succeeded(invocation);
       return undefined;
     }
@@ -280,6 +284,7 @@ export function createTriggerFiring(
           lanes.set(key, lane);
         }
         if (lane.queue.length >= laneBound) {
+          if (hooks.onTriggerDropped) callHook(() => hooks.onTriggerDropped?.(match));
           failed(
             match,
             new Error(`trigger lane of ${r.clsId}/${r.fnId} is full (${laneBound} waiting)`),

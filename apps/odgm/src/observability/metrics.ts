@@ -33,6 +33,8 @@ export interface OdgmMetrics {
   readonly triggerFailures: Counter<"collection">;
   readonly triggerDepthExceeded: Counter<"collection">;
   readonly triggersFired: Counter<"collection" | "kind">;
+  readonly triggerInflight: Gauge<"target">;
+  readonly triggerDeliveries: Counter<"target" | "outcome">;
   readonly invocations: Counter<"kind" | "status">;
   /** Raft: current term of each local group (sampled at scrape). */
   readonly raftTerm: Gauge<"group">;
@@ -222,6 +224,16 @@ export function createOdgmMetrics(): OdgmMetrics {
       "collection",
       "kind",
     ]),
+    triggerInflight: g(
+      "odgm_trigger_inflight",
+      "Trigger dispatches in flight, per target (<collection>/<function>).",
+      ["target"],
+    ),
+    triggerDeliveries: c(
+      "odgm_trigger_deliveries_total",
+      "Trigger dispatches per target (<collection>/<function>) by outcome: ok, error, timeout, or dropped (the target's lane was full).",
+      ["target", "outcome"],
+    ),
     invocations: c("odgm_invocations_total", "Function invocations, by kind and status.", [
       "kind",
       "status",

@@ -97,6 +97,11 @@ export interface ShardManager {
 /** Basic partitions opened at once when a collection is added. */
 const OPEN_CONCURRENCY = 32;
 
+/** A trigger target as metrics label it: `<collection>/<function>`. */
+function targetOf(t: { readonly clsId: string; readonly fnId: string }): string {
+  return `${t.clsId}/${t.fnId}`;
+}
+
 /** Opens and tracks one entry store and one event dispatcher per shard. */
 export function createShardManager(options: ShardManagerOptions): ShardManager {
   /**
@@ -172,6 +177,18 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
                   onTriggerDispatched: (inv) =>
                     metrics.triggersFired.inc({ collection: cls, kind: inv.kind }),
                   onTriggerFailure: () => metrics.triggerFailures.inc({ collection: cls }),
+                  onTriggerStarted: (inv) =>
+                    metrics.triggerInflight.inc({ target: targetOf(inv.request) }),
+                  onTriggerSettled: (inv, outcome) => {
+                    const target = targetOf(inv.request);
+                    metrics.triggerInflight.dec({ target });
+                    metrics.triggerDeliveries.inc({ target, outcome });
+                  },
+                  onTriggerDropped: (match) =>
+                    metrics.triggerDeliveries.inc({
+                      target: targetOf(match.target),
+                      outcome: "dropped",
+                    }),
                   onDepthExceeded: () => metrics.triggerDepthExceeded.inc({ collection: cls }),
                 },
               })
