@@ -76,6 +76,27 @@ describe("one server pipeline", () => {
     expect(seen.map((s) => s.method)).toEqual(["GetValue"]);
   });
 
+  it("serves a page stream on the fast path: 300 entries of 1 KiB in several writes, whole and in order", async () => {
+    const data = createClient(DataService, createGrpcTransport({ baseUrl: node.url }));
+    const values: Record<string, { data: Uint8Array }> = {};
+    for (let i = 0; i < 300; i++)
+      values[`k${String(i).padStart(3, "0")}`] = { data: new Uint8Array(1024).fill(i % 251) };
+    await data.batchSetValues({ clsId: "default", objectIdStr: "page", values });
+    seen.length = 0;
+    let intercepted: string | null = null;
+    const got: string[] = [];
+    for await (const v of data.listValues(
+      { clsId: "default", objectIdStr: "page", limit: 300 },
+      { onHeader: (h) => (intercepted = h.get("x-intercepted")) },
+    )) {
+      expect(v.value?.data).toEqual(values[v.key]?.data);
+      got.push(v.key);
+    }
+    expect(got).toEqual(Object.keys(values));
+    expect(intercepted).toBe("yes");
+    expect(seen).toEqual([{ method: "ListValues", fastPath: true }]);
+  });
+
   it("honours a rejection on every path", async () => {
     const deny = { "x-deny": "1" };
     expect((await call(createGrpcTransport({ baseUrl: node.url }), deny)).code).toBe(

@@ -1,9 +1,22 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import { type DescService, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Interceptor, type UnaryResponse } from "@connectrpc/connect";
+import {
+  type DescMessage,
+  type DescService,
+  fromBinary,
+  type Message,
+  toBinary,
+} from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type Interceptor,
+  type StreamResponse,
+  type UnaryResponse,
+} from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import {
   type CallMethod,
+  callServerStreamHandler,
   callUnaryHandler,
   type HandlerCallInit,
   type HandlerFn,
@@ -14,6 +27,12 @@ export interface FastPathService {
   readonly service: DescService;
   /** The `ServiceImpl` of the service (the same handlers Connect runs). */
   readonly impl: object;
+  /**
+   * Serve its server-streaming methods too. Only for streams that are bounded and produced
+   * at once (a page read from storage): their messages are sent in batches, so a stream
+   * that trickles (a watch) would be held back. Default false.
+   */
+  readonly boundedStreams?: boolean;
 }
 
 /** Options of {@link createGrpcUnaryFastPath}. */
@@ -34,7 +53,8 @@ export interface GrpcUnaryFastPathOptions {
 /**
  * Serves a request, or returns false to let the Connect adapter serve it. Only plain
  * binary gRPC unary calls (HTTP/2, `application/grpc` or `application/grpc+proto`, no
- * message compression) of the listed services are taken; everything else — streams,
+ * message compression) of the listed services, and server-streaming calls of those with
+ * {@link FastPathService.boundedStreams}, are taken; everything else — other streams,
  * gRPC-Web, Connect, JSON, compressed messages, other services — goes to Connect.
  */
 export type GrpcUnaryFastPath = (req: Http2ServerRequest, res: Http2ServerResponse) => boolean;
@@ -66,10 +86,12 @@ function trailerObject(h: Headers): Record<string, string> {
  */
 export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): GrpcUnaryFastPath {
   const routes = new Map<string, Route>();
-  for (const { service, impl } of options.services) {
+  for (const { service, impl, boundedStreams } of options.services) {
     for (const method of service.methods) {
       const fn = (impl as Record<string, unknown>)[method.localName];
-      if (method.methodKind !== "unary" || typeof fn !== "function") continue;
+      const streams = boundedStreams === true && method.methodKind === "server_streaming";
+      if (method.methodKind !== "unary" && !streams) continue;
+      if (typeof fn !== "function") continue;
       routes.set(`/${service.typeName}/${method.name}`, {
         method: method as CallMethod,
         impl: (fn as HandlerFn).bind(impl),
@@ -105,11 +127,14 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       // setTrailerStatus also carries the error's metadata.
       else setTrailerStatus(trailer, error);
       res.addTrailers(trailerObject(trailer));
-      const header = trailerObject(out?.header ?? EMPTY_HEADERS);
-      header["content-type"] = CONTENT_TYPE_PROTO;
-      res.writeHead(200, header);
+      if (!res.headersSent) writeHeader(out?.header);
       if (body === undefined) res.end();
       else res.end(body);
+    };
+    const writeHeader = (h: Headers | undefined): void => {
+      const header = trailerObject(h ?? EMPTY_HEADERS);
+      header["content-type"] = CONTENT_TYPE_PROTO;
+      res.writeHead(200, header);
     };
     const fail = (err: unknown): void => {
       finish(
@@ -207,6 +232,14 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         );
         return;
       }
+      if (route.method.methodKind === "server_streaming") {
+        const init = callInit(req, controller, timeout.timeoutMs);
+        callServerStreamHandler(route.method, route.impl, message, init, interceptors).then(
+          (response) => stream(response, route.method.output),
+          fail,
+        );
+        return;
+      }
       run(route, message, req, controller, timeout.timeoutMs).then((response) => {
         if (answered) return;
         const out = toBinary(route.method.output, response.message);
@@ -219,18 +252,80 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
           );
           return;
         }
-        const framed = new Uint8Array(5 + out.length);
-        new DataView(framed.buffer).setUint32(1, out.length);
-        framed.set(out, 5);
-        finish(framed, undefined, response);
+        finish(frame(out), undefined, response);
       }, fail);
     });
     req.on("error", (err) => {
       controller.abort(err);
       answered = true;
     });
+
+    /**
+     * Sends a server stream's messages: framed and written in batches of up to
+     * {@link FLUSH_BYTES} (a page of small entries leaves in one write, with its trailers),
+     * waiting for the stream to drain between batches; an error after some messages sends
+     * them, then the error status, as connect does.
+     */
+    async function stream(response: StreamResponse, output: DescMessage): Promise<void> {
+      let pending: Uint8Array[] = [];
+      let size = 0;
+      const take = (): Uint8Array | undefined => {
+        if (size === 0) return undefined;
+        const out = Buffer.concat(pending, size);
+        pending = [];
+        size = 0;
+        return out;
+      };
+      try {
+        for await (const m of response.message) {
+          if (answered) return;
+          const out = toBinary(output, m);
+          if (out.length > writeMaxBytes) {
+            throw new ConnectError(
+              `message size ${out.length} is larger than configured writeMaxBytes ${writeMaxBytes}`,
+              Code.ResourceExhausted,
+            );
+          }
+          pending.push(frame(out));
+          size += 5 + out.length;
+          if (size >= FLUSH_BYTES) {
+            if (!res.headersSent) writeHeader(response.header);
+            if (!res.write(take() as Uint8Array)) await drained(res);
+          }
+        }
+      } catch (err) {
+        finish(
+          take(),
+          err instanceof ConnectError
+            ? err
+            : new ConnectError("internal error", Code.Internal, undefined, undefined, err),
+          response,
+        );
+        return;
+      }
+      finish(take(), undefined, response);
+    }
     return true;
   };
+
+  function callInit(
+    req: Http2ServerRequest,
+    controller: AbortController,
+    timeoutMs: number | undefined,
+  ): HandlerCallInit {
+    const header = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (k.startsWith(":") || v === undefined) continue;
+      header.set(k, Array.isArray(v) ? v.join(", ") : v);
+    }
+    return {
+      header,
+      signal: controller.signal,
+      url: `http://${String(req.headers[":authority"] ?? "localhost")}${req.url}`,
+      deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
+      protocolName: "grpc",
+    };
+  }
 
   /** Runs the call through the interceptors, then the handler, as connect-node does. */
   function run(
@@ -240,20 +335,32 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
     controller: AbortController,
     timeoutMs: number | undefined,
   ): Promise<UnaryResponse> {
-    const header = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (k.startsWith(":") || v === undefined) continue;
-      header.set(k, Array.isArray(v) ? v.join(", ") : v);
-    }
-    const init: HandlerCallInit = {
-      header,
-      signal: controller.signal,
-      url: `http://${String(req.headers[":authority"] ?? "localhost")}${req.url}`,
-      deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
-      protocolName: "grpc",
-    };
+    const init = callInit(req, controller, timeoutMs);
     return callUnaryHandler(route.method, route.impl, message, init, interceptors);
   }
 }
 
 const EMPTY_HEADERS = new Headers();
+/** A server stream's messages are written once this many framed bytes wait. */
+const FLUSH_BYTES = 64 * 1024;
+
+/** One gRPC length-prefixed message (not compressed). */
+function frame(message: Uint8Array): Uint8Array {
+  const framed = new Uint8Array(5 + message.length);
+  new DataView(framed.buffer).setUint32(1, message.length);
+  framed.set(message, 5);
+  return framed;
+}
+
+/** Resolves once `res` can take more, or its stream closed. */
+function drained(res: Http2ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.stream.off("close", done);
+      resolve();
+    };
+    res.once("drain", done);
+    res.stream.once("close", done);
+  });
+}

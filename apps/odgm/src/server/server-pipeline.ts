@@ -23,7 +23,7 @@ import {
 } from "@oprc/grpc-api";
 import { dropUnrepresentableDeadline } from "./deadline-headers.js";
 import type { DualRequestHandler } from "./dual-protocol-server.js";
-import { createGrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
+import { createGrpcUnaryFastPath, type FastPathService } from "./grpc-unary-fast-path.js";
 import { createInProcessClient } from "./in-process-client.js";
 
 /** A service the node serves besides DataService, OprcFunction and Health. */
@@ -89,6 +89,13 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     { service: DataService, impl: dataImpl },
     { service: OprcFunction, impl: functionsImpl },
   ];
+  // DataService's streams (ListValues, ListObjects) are pages read at once: the fast path
+  // serves them too.
+  const fastServices: FastPathService[] = [
+    { service: DataService, impl: dataImpl, boundedStreams: true },
+    { service: OprcFunction, impl: functionsImpl },
+    ...o.services,
+  ];
   const interceptors = [...o.interceptors];
   // The caller's interceptors (the trust mark) run before the server's, as on a transport.
   const trusted = [...(o.inProcessInterceptors ?? []), ...interceptors];
@@ -100,7 +107,7 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
   // Every unary method of every service, the node's own internal ones included (a write
   // forwarded from a follower is in a unary RaftService/ProposeBatch).
   const fast = o.fastPath
-    ? createGrpcUnaryFastPath({ services: [...unary, ...o.services], ...limits, interceptors })
+    ? createGrpcUnaryFastPath({ services: fastServices, ...limits, interceptors })
     : undefined;
   return {
     routes,
