@@ -23,6 +23,8 @@ export interface H2loadRun {
   readonly h1?: boolean;
   /** Bytes of response DATA per request: exactly, or at least. */
   readonly data: { readonly exact: number } | { readonly atLeast: number };
+  /** Extra request headers (`name: value`; `:method: PUT` changes the method). */
+  readonly headers?: readonly string[];
   /** Where to write the per-request log; without one, no percentiles. */
   readonly logFile?: string;
   readonly timeoutMs: number;
@@ -51,6 +53,7 @@ export async function runH2load(o: H2loadRun): Promise<H2loadResult> {
       "1",
       ...(o.body === undefined ? [] : ["-d", o.body]),
       ...(grpc ? ["-H", "content-type: application/grpc", "-H", "te: trailers"] : []),
+      ...(o.headers ?? []).flatMap((h) => ["-H", h]),
       ...(o.logFile === undefined ? [] : [`--log-file=${o.logFile}`]),
       `http://127.0.0.1:${o.port}${o.path}`,
     ],
@@ -72,6 +75,6 @@ export async function runH2load(o: H2loadRun): Promise<H2loadResult> {
   if (o.logFile === undefined) return { rps: s.rps, p50Us: Number.NaN, p99Us: Number.NaN };
   const lat = parseH2loadLog(readFileSync(o.logFile, "latin1"));
   if (lat.count !== o.n)
-    throw new Error(`h2load log has ${lat.count} lines with status 200, expected ${o.n}`);
+    throw new Error(`h2load log has ${lat.count} lines with a 2xx status, expected ${o.n}`);
   return { rps: s.rps, p50Us: lat.p50Us, p99Us: lat.p99Us };
 }

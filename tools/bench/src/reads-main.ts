@@ -138,7 +138,8 @@ async function main(): Promise<void> {
         ...(logFile === undefined ? {} : { logFile }),
       });
   const h1 =
-    (port: number, urlPath: string, atLeast: number) => (n: number, logFile: string | undefined) =>
+    (port: number, urlPath: string, atLeast: number, put?: string) =>
+    (n: number, logFile: string | undefined) =>
       runH2load({
         port,
         path: urlPath,
@@ -148,8 +149,13 @@ async function main(): Promise<void> {
         h1: true,
         data: { atLeast },
         timeoutMs,
+        ...(put === undefined
+          ? {}
+          : { body: put, headers: [":method: PUT", "content-type: application/json"] }),
         ...(logFile === undefined ? {} : { logFile }),
       });
+  const restPut = path.join(tmp, "rest-put.json");
+  writeFileSync(restPut, JSON.stringify({ value: "abcdefghijklmnop" }));
   const empty = body("capabilities", CapabilitiesRequestSchema, {});
   const getValue = body("getvalue", SingleKeyRequestSchema, { ...base, objectId: 1n, keyStr: "k" });
   const getValueStr = body("getvalue-str", SingleKeyRequestSchema, {
@@ -244,6 +250,13 @@ async function main(): Promise<void> {
       server: "odgm",
       inflight: INFLIGHT,
       run: h1(odgmPort, `/api/class/${COLLECTION}/0/objects/1/values/k`, 10),
+    },
+    {
+      key: "rest.PUT",
+      label: "REST PUT value, HTTP/1.1 (WAL synced)",
+      server: "odgm",
+      inflight: INFLIGHT,
+      run: h1(odgmPort, `/api/class/${COLLECTION}/0/objects/2/values/k`, 0, restPut),
     },
     {
       key: "hono.GET",
