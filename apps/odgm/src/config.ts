@@ -103,6 +103,21 @@ export interface OdgmConfig {
   };
   /** Events V2: `ODGM_EVENT_*`, `ODGM_MAX_BATCH_TRIGGER_FANOUT`, `ODGM_MAX_TRIGGER_DEPTH`, `ODGM_TRIGGER_TIMEOUT_MS`. */
   readonly events: EventV2Config;
+  /** How data triggers are delivered: `ODGM_TRIGGER_DELIVERY`, `ODGM_TRIGGER_RETRY_*`. */
+  readonly triggerDelivery: {
+    /**
+     * `ODGM_TRIGGER_DELIVERY` (default `at-most-once`, spec §5): `at-least-once` delivers
+     * the data triggers of basic collections from the durable change log, with a saved
+     * cursor per target and retries (needs `ODGM_CHANGEFEED` and the event pipeline).
+     */
+    readonly mode: "at-most-once" | "at-least-once";
+    /** `ODGM_TRIGGER_RETRY_ATTEMPTS` (default 5): attempts per delivery, then dead-lettered. */
+    readonly maxAttempts: number;
+    /** `ODGM_TRIGGER_RETRY_BASE_MS` (default 200): first retry delay; doubles per retry. */
+    readonly baseDelayMs: number;
+    /** `ODGM_TRIGGER_RETRY_MAX_MS` (default 10000): ceiling of the retry delay. */
+    readonly maxDelayMs: number;
+  };
   /** The change feed: `ODGM_CHANGEFEED*`. */
   readonly changeFeed: {
     /** `ODGM_CHANGEFEED` (default true): keep a durable change log per shard and serve Watch. */
@@ -368,6 +383,36 @@ function parseCollections(raw: string | undefined): CreateCollectionRequest[] {
   });
 }
 
+function parseTriggerDelivery(env: Env): OdgmConfig["triggerDelivery"] {
+  const mode = (env.ODGM_TRIGGER_DELIVERY?.trim() || "at-most-once").toLowerCase();
+  if (mode !== "at-most-once" && mode !== "at-least-once") {
+    throw configError(
+      "ODGM_TRIGGER_DELIVERY",
+      `expected at-most-once or at-least-once, got ${JSON.stringify(mode)}`,
+    );
+  }
+  if (mode === "at-least-once") {
+    if (!bool(env, "ODGM_CHANGEFEED", true)) {
+      throw configError(
+        "ODGM_TRIGGER_DELIVERY",
+        "at-least-once delivery reads the change log: it needs ODGM_CHANGEFEED=true",
+      );
+    }
+    if (!bool(env, "ODGM_EVENT_PIPELINE_V2", true)) {
+      throw configError(
+        "ODGM_TRIGGER_DELIVERY",
+        "at-least-once delivery needs the event pipeline (ODGM_EVENT_PIPELINE_V2=true)",
+      );
+    }
+  }
+  return {
+    mode,
+    maxAttempts: int(env, "ODGM_TRIGGER_RETRY_ATTEMPTS", 5, 1, 1_000),
+    baseDelayMs: int(env, "ODGM_TRIGGER_RETRY_BASE_MS", 200, 1, 3_600_000),
+    maxDelayMs: int(env, "ODGM_TRIGGER_RETRY_MAX_MS", 10_000, 1, 86_400_000),
+  };
+}
+
 function numericIdCreates(raw: string | undefined): NumericIdCreates {
   const v = (raw?.trim() || "allow").toLowerCase();
   if (v === "allow" || v === "warn" || v === "refuse") return v;
@@ -464,6 +509,7 @@ export function loadConfig(env: Env): OdgmConfig {
       headersTimeoutMs: int(env, "ODGM_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
     },
     events: parseEvents(env),
+    triggerDelivery: parseTriggerDelivery(env),
     changeFeed: {
       enabled: bool(env, "ODGM_CHANGEFEED", true),
       values: bool(env, "ODGM_CHANGEFEED_VALUES", false),

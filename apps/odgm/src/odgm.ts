@@ -259,6 +259,9 @@ export async function startOdgm(
       onEventError: (err) => logger.error({ err }, "could not enqueue a mutation's event"),
       replication: clusterNode,
       ...(config.changeFeed.enabled ? { changeLog: { values: config.changeFeed.values } } : {}),
+      ...(config.triggerDelivery.mode === "at-least-once"
+        ? { atLeastOnce: { retry: config.triggerDelivery, logger } }
+        : {}),
     });
     late = manager;
     shards = manager;

@@ -2,7 +2,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { ChangeAction, ChangeRecordSchema, ValDataSchema } from "@oprc/grpc-api/messages";
+import {
+  ChangeAction,
+  ChangeRecordSchema,
+  ObjectEventSchema,
+  ValDataSchema,
+} from "@oprc/grpc-api/messages";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { changeKey, decodeChangeRecord, RecentChanges } from "./change-log.js";
@@ -152,6 +157,59 @@ describe("the change log (RocksDB)", () => {
     await log.compact({ maxRecords: 1_000, maxAgeMs: 0 }, 1e9);
     expect(await log.oldest()).toBe(10n);
     expect((await log.read(1n, 100)).map((r) => r.revision)).toEqual([10n]);
+  });
+
+  it("holds records a reader has not finished, and stores readers' cursors", async () => {
+    const store = await storeOn(await rocks());
+    for (let i = 0; i < 10; i++) await store.setEntry("o", `k${i}`, v("x"));
+    const log = store.changes;
+    if (log === undefined) throw new Error("no change log");
+    // Everything is old (records at t=1,000, compacted at t=1e9), but revision 4 on is held.
+    expect(await log.compact({ maxRecords: 1, maxAgeMs: 0, holdFrom: 4n }, 1e9)).toBe(3);    expect(await log.oldest()).toBe(4n);
+    expect(await log.compact({ maxRecords: 1, maxAgeMs: 0, holdFrom: 1n }, 1e9)).toBe(0);
+    expect(await log.cursors()).toEqual(new Map());
+    await log.saveCursors(
+      new Map([
+        ["t/ü", 7n],
+        ["", 3n],
+      ]),
+    );
+    await log.saveCursors(new Map([["t/x", 9n]]));
+    expect(await log.cursors()).toEqual(
+      new Map([
+        ["", 3n],
+        ["t/x", 9n],
+        ["t/ü", 7n],
+      ]),
+    );
+    await log.saveCursors(new Map([["t/x", undefined]]));
+    expect(await log.cursors()).toEqual(
+      new Map([
+        ["", 3n],
+        ["t/ü", 7n],
+      ]),
+    );
+  });
+
+  it("records the object's trigger configuration only when asked", async () => {
+    const event = create(ObjectEventSchema, {
+      dataTriggerStr: { k: { onCreate: [{ clsId: "c", fnId: "f" }] } },
+    });
+    for (const triggers of [false, true]) {
+      const store = await createEntryStore({
+        engine: createMemoryEngine(),
+        shard: "c/0",
+        changeLog: { triggers },
+      });
+      await store.setEventConfig("o", event);
+      await store.setEntry("o", "k", v("x"));
+      await store.deleteObject("o");
+      await store.setEntry("plain", "k", v("x"));
+      const records = (await store.changes?.read(1n, 10)) ?? [];
+      expect(records.map((r) => r.event?.dataTriggerStr.k?.onCreate[0]?.fnId)).toEqual(
+        triggers ? ["f", "f", "f", undefined] : [undefined, undefined, undefined, undefined],
+      );
+    }
   });
 
   it("is off unless asked for", async () => {

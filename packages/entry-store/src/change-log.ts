@@ -5,6 +5,7 @@
 // revisions. Records live in the `system` keyspace (a snapshot carries them):
 //   0x00 0x03            → head revision (u64 BE), the last revision assigned
 //   0x01 <revision u64>  → `ChangeRecord` (protobuf)
+//   0x02 <name UTF-8>    → a reader's cursor (u64 BE): the last revision it has finished
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
   ChangeAction,
@@ -22,6 +23,8 @@ import { StoreError } from "./store-error.js";
 export const CHANGE_HEAD_KEY: Uint8Array = Uint8Array.of(0x00, 0x03);
 const RECORD_PREFIX = 0x01;
 const RECORDS_END = Uint8Array.of(RECORD_PREFIX + 1);
+const CURSOR_PREFIX = 0x02;
+const CURSORS_END = Uint8Array.of(CURSOR_PREFIX + 1);
 
 /** Key of the record of `revision`. */
 export function changeKey(revision: bigint): Uint8Array {
@@ -62,9 +65,16 @@ const ACTIONS = {
   delete: ChangeAction.DELETE,
 };
 
+/** What a change record carries beyond ids, actions and versions. */
+export interface ChangeLogContent {
+  /** The new value of each created or updated entry. */
+  readonly values: boolean;
+  /** The object's trigger configuration (`event`), when it has one. */
+  readonly triggers: boolean;
+}
+
 /**
- * The log writes of `plans` (those that wrote), numbered from `head + 1`, plus the new head;
- * `values` records the new value of each created or updated entry.
+ * The log writes of `plans` (those that wrote), numbered from `head + 1`, plus the new head.
  */
 export function changeLogWrites(
   plans: readonly {
@@ -73,8 +83,9 @@ export function changeLogWrites(
     readonly timestampMs: number;
   }[],
   head: bigint,
-  values: boolean,
+  content: ChangeLogContent,
 ): { writes: KvWriteOp[]; head: bigint; records: ChangeRecord[] } {
+  const values = content.values;
   const writes: KvWriteOp[] = [];
   const records: ChangeRecord[] = [];
   let rev = head;
@@ -103,6 +114,7 @@ export function changeLogWrites(
       timestampMs: BigInt(Math.max(0, Math.trunc(timestampMs))),
       changes,
       exists: r.exists,
+      ...(content.triggers && r.eventConfig !== undefined ? { event: r.eventConfig } : {}),
     });
     writes.push({
       type: "put",
@@ -179,6 +191,11 @@ export interface ChangeRetention {
   readonly maxRecords: number;
   /** Remove records older than this (by their timestamp), ms. */
   readonly maxAgeMs: number;
+  /**
+   * Keep every record from this revision on, whatever the bounds say (a reader such as
+   * at-least-once trigger delivery has not finished them yet). Default: none held.
+   */
+  readonly holdFrom?: bigint | undefined;
 }
 
 /**
@@ -193,9 +210,12 @@ export async function compactChanges(
   now: number,
   budget = 10_000,
 ): Promise<number> {
+  const end =
+    retention.holdFrom !== undefined && retention.holdFrom < head ? retention.holdFrom : head;
+  if (end <= 1n) return 0;
   const keepFrom = head - BigInt(retention.maxRecords) + 1n;
   const cutoff = BigInt(Math.max(0, now - retention.maxAgeMs));
-  const it = kv.iterator("system", { gte: changeKey(1n), lt: changeKey(head), limit: budget });
+  const it = kv.iterator("system", { gte: changeKey(1n), lt: changeKey(end), limit: budget });
   const deletes: KvWriteOp[] = [];
   try {
     for (;;) {
@@ -217,6 +237,53 @@ export async function compactChanges(
   }
   if (deletes.length > 0) await kv.write(deletes, { sync: false });
   return deletes.length;
+}
+
+function cursorKey(name: string): Uint8Array {
+  const utf8 = new TextEncoder().encode(name);
+  const out = new Uint8Array(1 + utf8.length);
+  out[0] = CURSOR_PREFIX;
+  out.set(utf8, 1);
+  return out;
+}
+
+/** The stored cursors of the log's readers, by name. */
+export async function readCursors(kv: KvShard): Promise<Map<string, bigint>> {
+  const it = kv.iterator("system", { gte: Uint8Array.of(CURSOR_PREFIX), lt: CURSORS_END });
+  const out = new Map<string, bigint>();
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  try {
+    for (;;) {
+      const rows = await it.next(256);
+      if (rows.length === 0) break;
+      for (const [k, v] of rows) {
+        if (v.length !== 8) {
+          throw new StoreError("corrupt_record", "change-log cursor is not 8 bytes", { key: k });
+        }
+        out.set(
+          decoder.decode(k.subarray(1)),
+          new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0, false),
+        );
+      }
+    }
+    return out;
+  } finally {
+    await it.close();
+  }
+}
+
+/** Writes for storing `cursors` (a cursor of `undefined` is removed). */
+export function cursorWrites(cursors: ReadonlyMap<string, bigint | undefined>): KvWriteOp[] {
+  const writes: KvWriteOp[] = [];
+  for (const [name, rev] of cursors) {
+    const key = cursorKey(name);
+    writes.push(
+      rev === undefined
+        ? { type: "del", keyspace: "system", key }
+        : { type: "put", keyspace: "system", key, value: u64(rev) },
+    );
+  }
+  return writes;
 }
 
 /**

@@ -19,10 +19,12 @@ import {
 import {
   type ChangeRetention,
   compactChanges,
+  cursorWrites,
   oldestChange,
   RecentChanges,
   readChangeHead,
   readChanges,
+  readCursors,
 } from "./change-log.js";
 import { checkId, decodeStoredKey } from "./entry-keys.js";
 import type { KvEngine, KvShard } from "./kv.js";
@@ -104,9 +106,11 @@ export interface EntryStoreOptions {
   onApplied?: (id: string, result: MutationResult) => void;
   /**
    * Keep a durable change log (see {@link EntryStore.changes}): one record per mutation that
-   * writes, in the same atomic write. `values` records new entry values too. Default: off.
+   * writes, in the same atomic write. `values` records new entry values too; `triggers`
+   * records the object's trigger configuration (for at-least-once trigger delivery).
+   * Default: off.
    */
-  changeLog?: { values?: boolean };
+  changeLog?: { values?: boolean; triggers?: boolean };
 }
 
 /** The durable change log of a shard (see `change-log.ts`). */
@@ -123,6 +127,13 @@ export interface ChangeLog {
   compact(retention: ChangeRetention, now?: number): Promise<number>;
   /** Calls `listener` with the new head after every durable write that logged changes. */
   subscribe(listener: (head: bigint) => void): () => void;
+  /** The stored cursors of the log's readers, by name (see {@link ChangeLog.saveCursors}). */
+  cursors(): Promise<Map<string, bigint>>;
+  /**
+   * Stores readers' cursors (the last revision each has finished; `undefined` removes one).
+   * Not synced: a cursor lost in a crash only makes its reader repeat records.
+   */
+  saveCursors(cursors: ReadonlyMap<string, bigint | undefined>): Promise<void>;
 }
 
 /**
@@ -391,6 +402,7 @@ class EntryStoreImpl implements EntryStore {
           : {
               head: changeHead,
               values: options.changeLog.values === true,
+              triggers: options.changeLog.triggers === true,
               onDurable: (head, records) => {
                 recent.add(records);
                 for (const l of listeners) l(head);
@@ -424,6 +436,9 @@ class EntryStoreImpl implements EntryStore {
               listeners.add(listener);
               return () => listeners.delete(listener);
             },
+            cursors: () => this.read(undefined, () => readCursors(kv)),
+            saveCursors: (cursors) =>
+              this.read(undefined, () => kv.write(cursorWrites(cursors), { sync: false })),
           };
   }
 

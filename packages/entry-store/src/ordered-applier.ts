@@ -72,6 +72,8 @@ export interface OrderedApplierOptions {
         readonly head: bigint;
         /** Record new values too. */
         readonly values: boolean;
+        /** Record the object's trigger configuration too. */
+        readonly triggers: boolean;
         /** Told of the new head and its records once a write carrying changes is durable. */
         readonly onDurable?: (head: bigint, records: readonly ChangeRecord[]) => void;
       }
@@ -470,7 +472,7 @@ export class OrderedApplier {
     }
     const log = this.options.changeLog;
     const logged =
-      log === undefined ? undefined : changeLogWrites(items, this.plannedRevision, log.values);
+      log === undefined ? undefined : changeLogWrites(items, this.plannedRevision, log);
     if (logged !== undefined) {
       for (const w of logged.writes) writes.push(w);
       this.plannedRevision = logged.head;

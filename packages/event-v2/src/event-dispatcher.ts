@@ -26,6 +26,12 @@ import type { TriggerSink } from "./trigger-sink.js";
 export interface EventDispatcherOptions extends Partial<EventV2Config> {
   /** Where fired triggers go. Without a sink, triggers are not evaluated (events still flow to subscribers). */
   readonly sink?: TriggerSink | undefined;
+  /**
+   * Fire data triggers (default true). False when they are delivered elsewhere, e.g. at
+   * least once from the shard's change log ({@link startDurableDelivery}); function
+   * triggers still fire here.
+   */
+  readonly dataTriggers?: boolean | undefined;
   /** Metric callbacks (e.g. bound to prom-client counters). */
   readonly hooks?: EventMetricsHooks | undefined;
   /** Clock for event timestamps (ms since the epoch). Default `Date.now`; injectable for tests. */
@@ -125,6 +131,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
   const sink = options.sink;
   const hooks: EventMetricsHooks = options.hooks ?? {};
   const now = options.now ?? Date.now;
+  const dataTriggers = options.dataTriggers !== false;
 
   const queue = new BoundedRing<QueuedEvent>(config.queueBound);
   const subscribers = new Set<Subscription>();
@@ -220,7 +227,7 @@ export function createEventDispatcher(options: EventDispatcherOptions = {}): Eve
       if (hooks.onTruncated) safe(() => hooks.onTruncated?.(summary));
       broadcast({ kind: "truncated", seq: ev.seq, summary });
     }
-    if (firing === undefined || ctx.eventConfig === undefined) return;
+    if (firing === undefined || ctx.eventConfig === undefined || !dataTriggers) return;
     const limit = summary === undefined ? ctx.changed.length : summary.emitted;
     const matches = collectTriggers(ctx, ctx.eventConfig, limit);
     firing.fire(

@@ -8,6 +8,20 @@ export type {
   QueuedEvent,
   TruncationEvent,
 } from "./dispatcher-event.js";
+// Dispatcher
+export type {
+  ChangeSource,
+  DurableDelivery,
+  DurableDeliveryHooks,
+  DurableDeliveryOptions,
+  RetryPolicy,
+} from "./durable-delivery.js";
+export {
+  BASE_CURSOR,
+  DEFAULT_RETRY_POLICY,
+  startDurableDelivery,
+  targetCursorName,
+} from "./durable-delivery.js";
 export type { EventV2Config, PayloadFormat } from "./event-config.js";
 // Configuration
 export { DEFAULT_EVENT_CONFIG, eventConfigFromEnv } from "./event-config.js";
@@ -21,7 +35,6 @@ export type {
   ShutdownReport,
   SubscribeOptions,
 } from "./event-dispatcher.js";
-// Dispatcher
 export { createEventDispatcher } from "./event-dispatcher.js";
 export type { EventMetricsHooks, EventMetricsSnapshot } from "./event-metrics.js";
 export type { EventSubscription, SubscriptionItem } from "./event-subscription.js";

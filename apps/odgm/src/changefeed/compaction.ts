@@ -1,7 +1,8 @@
 // Background retention of the change logs: every interval, each local shard's log drops the
 // records beyond ODGM_CHANGEFEED_RETENTION_RECORDS or older than ODGM_CHANGEFEED_RETENTION_MS
-// (a bounded number per run, so a large backlog is worked off over several runs). Each
-// replica compacts its own copy; revisions stay the same everywhere.
+// (a bounded number per run, so a large backlog is worked off over several runs), except
+// those at-least-once trigger delivery has not finished. Each replica compacts its own
+// copy; revisions stay the same everywhere.
 import type { ChangeRetention } from "@oprc/entry-store";
 import type { Logger } from "pino";
 import type { OdgmMetrics } from "../observability/metrics.js";
@@ -26,7 +27,12 @@ export function startChangeLogCompaction(o: ChangeLogCompactionOptions): () => P
       const log = shard.store.changes;
       if (log === undefined) continue;
       try {
-        const removed = await log.compact(o.retention);
+        // Records at-least-once delivery has not finished stay, whatever their age.
+        const removed = await log.compact(
+          shard.delivery === undefined
+            ? o.retention
+            : { ...o.retention, holdFrom: shard.delivery.holdFrom },
+        );
         if (removed > 0) o.metrics.changefeedCompacted.inc({ collection: shard.cls }, removed);
       } catch (err) {
         o.logger.warn(

@@ -76,7 +76,8 @@ export function filterRecord(
     )
     .map((c) => (f.values || c.value === undefined ? c : { ...c, value: undefined }));
   if (changes.length === 0) return undefined;
-  return create(ChangeRecordSchema, { ...r, changes, partitionId: partition });
+  // `event` (the trigger configuration kept for at-least-once delivery) is never sent.
+  return create(ChangeRecordSchema, { ...r, changes, partitionId: partition, event: undefined });
 }
 
 /** Creates the WatchService implementation. */

@@ -35,6 +35,8 @@ export interface OdgmMetrics {
   readonly triggersFired: Counter<"collection" | "kind">;
   readonly triggerInflight: Gauge<"target">;
   readonly triggerDeliveries: Counter<"target" | "outcome">;
+  readonly triggerRetries: Counter<"target">;
+  readonly triggerDeadLetters: Counter<"target">;
   readonly invocations: Counter<"kind" | "status">;
   /** Raft: current term of each local group (sampled at scrape). */
   readonly raftTerm: Gauge<"group">;
@@ -233,6 +235,16 @@ export function createOdgmMetrics(): OdgmMetrics {
       "odgm_trigger_deliveries_total",
       "Trigger dispatches per target (<collection>/<function>) by outcome: ok, error, timeout, or dropped (the target's lane was full).",
       ["target", "outcome"],
+    ),
+    triggerRetries: c(
+      "odgm_trigger_retries_total",
+      "Trigger deliveries tried again after a failed attempt, per target (at-least-once delivery).",
+      ["target"],
+    ),
+    triggerDeadLetters: c(
+      "odgm_trigger_dead_letters_total",
+      "Trigger deliveries given up after their last attempt, per target (at-least-once delivery).",
+      ["target"],
     ),
     invocations: c("odgm_invocations_total", "Function invocations, by kind and status.", [
       "kind",

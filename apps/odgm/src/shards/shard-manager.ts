@@ -7,14 +7,19 @@ import {
 } from "@oprc/entry-store";
 import {
   createEventDispatcher,
+  type DurableDelivery,
   type EventDispatcher,
+  type EventMetricsHooks,
   type EventV2Config,
   mutationContextFromResult,
+  type RetryPolicy,
   type ShutdownReport,
+  startDurableDelivery,
   type TriggerSink,
 } from "@oprc/event-v2";
 import type { CreateCollectionRequest } from "@oprc/grpc-api";
 import { hashId } from "@oprc/oprc-id";
+import type { Logger } from "pino";
 import type { ReadConsistency } from "../config.js";
 import type { OdgmMetrics } from "../observability/metrics.js";
 
@@ -56,6 +61,11 @@ export interface Shard {
    * durable mutation that changed entries is enqueued here in commit order.
    */
   readonly events: EventDispatcher | undefined;
+  /**
+   * At-least-once delivery of the shard's data triggers from its change log
+   * (`ODGM_TRIGGER_DELIVERY=at-least-once`, basic shards); `undefined` otherwise.
+   */
+  readonly delivery: DurableDelivery | undefined;
 }
 
 /** Options of {@link createShardManager}. */
@@ -78,6 +88,11 @@ export interface ShardManagerOptions {
   readonly replication?: ShardReplication;
   /** Keep a durable change log per shard (`ODGM_CHANGEFEED`); `values` records new values. */
   readonly changeLog?: { readonly values: boolean };
+  /**
+   * Deliver the data triggers of basic shards at least once from the change log (needs
+   * `changeLog`); raft shards keep at-most-once firing from their leader.
+   */
+  readonly atLeastOnce?: { readonly retry: RetryPolicy; readonly logger: Logger };
 }
 
 /** The shards of every collection this node serves. */
@@ -128,6 +143,51 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
       options.onEventError?.(err);
     }
   };
+  const startAtLeastOnce = (
+    source: NonNullable<EntryStore["changes"]>,
+    cls: string,
+    partition: number,
+  ): Promise<DurableDelivery> => {
+    const { retry, logger } = options.atLeastOnce as NonNullable<
+      ShardManagerOptions["atLeastOnce"]
+    >;
+    const at = { collection: cls, partition };
+    return startDurableDelivery({
+      source,
+      sink: options.sink,
+      clsId: cls,
+      partitionId: partition,
+      config: options.events,
+      retry,
+      hooks: {
+        onTriggerDispatched: (inv) =>
+          metrics.triggersFired.inc({ collection: cls, kind: inv.kind }),
+        onTriggerStarted: (inv) => metrics.triggerInflight.inc({ target: targetOf(inv.request) }),
+        onTriggerSettled: (inv, outcome) => {
+          const target = targetOf(inv.request);
+          metrics.triggerInflight.dec({ target });
+          metrics.triggerDeliveries.inc({ target, outcome });
+        },
+        onDepthExceeded: () => metrics.triggerDepthExceeded.inc({ collection: cls }),
+        onTriggerRetry: (inv) => metrics.triggerRetries.inc({ target: targetOf(inv.request) }),
+        onTriggerDeadLetter: (inv, revision, err) => {
+          metrics.triggerFailures.inc({ collection: cls });
+          metrics.triggerDeadLetters.inc({ target: targetOf(inv.request) });
+          logger.warn(
+            { ...at, target: targetOf(inv.request), revision: String(revision), err },
+            "trigger delivery gave up after its last attempt (dead-lettered)",
+          );
+        },
+        onRecordsMissing: (from, to) =>
+          logger.warn(
+            { ...at, from: String(from), to: String(to) },
+            "change-log records were compacted before their triggers were delivered",
+          ),
+      },
+      onError: (err) =>
+        logger.warn({ ...at, err }, "at-least-once trigger delivery: retrying after an error"),
+    });
+  };
   const shards = new Map<string, Shard>();
   const collections = new Map<string, (Shard | undefined)[]>();
   const order: Shard[] = [];
@@ -165,32 +225,35 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
           const assigned = spec.shardAssignments[partition]?.shardIds[0];
           const shardId = assigned ?? hashId(name);
           const cls = spec.name;
+          const hooks: EventMetricsHooks = {
+            onEmitted: (action, count) =>
+              metrics.eventsEmitted.inc({ collection: cls, action }, count),
+            onTruncated: () => metrics.eventTruncatedBatches.inc({ collection: cls }),
+            onQueueDrop: () => metrics.eventQueueDrops.inc({ collection: cls }),
+            onTriggerDispatched: (inv) =>
+              metrics.triggersFired.inc({ collection: cls, kind: inv.kind }),
+            onTriggerFailure: () => metrics.triggerFailures.inc({ collection: cls }),
+            onTriggerStarted: (inv) =>
+              metrics.triggerInflight.inc({ target: targetOf(inv.request) }),
+            onTriggerSettled: (inv, outcome) => {
+              const target = targetOf(inv.request);
+              metrics.triggerInflight.dec({ target });
+              metrics.triggerDeliveries.inc({ target, outcome });
+            },
+            onTriggerDropped: (match) =>
+              metrics.triggerDeliveries.inc({
+                target: targetOf(match.target),
+                outcome: "dropped",
+              }),
+            onDepthExceeded: () => metrics.triggerDepthExceeded.inc({ collection: cls }),
+          };
+          const atLeastOnce = options.atLeastOnce !== undefined && !raft;
           const events = options.events.pipelineEnabled
             ? createEventDispatcher({
                 ...options.events,
                 sink: options.sink,
-                hooks: {
-                  onEmitted: (action, count) =>
-                    metrics.eventsEmitted.inc({ collection: cls, action }, count),
-                  onTruncated: () => metrics.eventTruncatedBatches.inc({ collection: cls }),
-                  onQueueDrop: () => metrics.eventQueueDrops.inc({ collection: cls }),
-                  onTriggerDispatched: (inv) =>
-                    metrics.triggersFired.inc({ collection: cls, kind: inv.kind }),
-                  onTriggerFailure: () => metrics.triggerFailures.inc({ collection: cls }),
-                  onTriggerStarted: (inv) =>
-                    metrics.triggerInflight.inc({ target: targetOf(inv.request) }),
-                  onTriggerSettled: (inv, outcome) => {
-                    const target = targetOf(inv.request);
-                    metrics.triggerInflight.dec({ target });
-                    metrics.triggerDeliveries.inc({ target, outcome });
-                  },
-                  onTriggerDropped: (match) =>
-                    metrics.triggerDeliveries.inc({
-                      target: targetOf(match.target),
-                      outcome: "dropped",
-                    }),
-                  onDepthExceeded: () => metrics.triggerDepthExceeded.inc({ collection: cls }),
-                },
+                dataTriggers: !atLeastOnce,
+                hooks,
               })
             : undefined;
           let replica: ShardReplica | undefined;
@@ -204,7 +267,9 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
             maxGetEntries: options.maxGetEntries,
             maxKeyLength: options.maxKeyLength,
             onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
-            ...(options.changeLog === undefined ? {} : { changeLog: options.changeLog }),
+            ...(options.changeLog === undefined
+              ? {}
+              : { changeLog: { ...options.changeLog, triggers: atLeastOnce } }),
             // Events leave in commit order, so an object's events follow its versions; on a
             // raft shard every replica applies, and only the leader's events leave.
             ...(events === undefined
@@ -222,6 +287,10 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
               partition,
               store,
             );
+          const delivery =
+            atLeastOnce && events !== undefined && store.changes !== undefined
+              ? await startAtLeastOnce(store.changes, cls, partition)
+              : undefined;
           const shard: Shard = {
             cls,
             partition,
@@ -230,6 +299,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
             shardId,
             store,
             events,
+            delivery,
           };
           return shard;
         };
@@ -264,6 +334,8 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
       }),
     async close(signal) {
       const reports: ShutdownReport[] = [];
+      // Deliveries still running stop here and are repeated after a restart.
+      for (const shard of order) await shard.delivery?.close();
       for (const shard of order) {
         if (shard.events !== undefined) {
           reports.push(await shard.events.close(signal === undefined ? {} : { signal }));

@@ -8,7 +8,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { ValData, ValDataJson } from "./oprc-data_pb.js";
+import type { ObjectEvent, ObjectEventJson, ValData, ValDataJson } from "./oprc-data_pb.js";
 import { file_oprc_data } from "./oprc-data_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oprc-watch.proto.
  */
 export const file_oprc_watch: GenFile = /*@__PURE__*/
-  fileDesc("ChBvcHJjLXdhdGNoLnByb3RvEgRvcHJjInoKCUtleUNoYW5nZRILCgNrZXkYASABKAkSDwoHbnVtZXJpYxgCIAEoCBIiCgZhY3Rpb24YAyABKA4yEi5vcHJjLkNoYW5nZUFjdGlvbhIhCgV2YWx1ZRgEIAEoCzINLm9wcmMuVmFsRGF0YUgAiAEBQggKBl92YWx1ZSLqAQoMQ2hhbmdlUmVjb3JkEhAKCHJldmlzaW9uGAEgASgEEhUKDW9iamVjdF9pZF9zdHIYAiABKAkSFgoJb2JqZWN0X2lkGAMgASgESACIAQESFgoOdmVyc2lvbl9iZWZvcmUYBCABKAQSFQoNdmVyc2lvbl9hZnRlchgFIAEoBBIUCgx0aW1lc3RhbXBfbXMYBiABKAQSIAoHY2hhbmdlcxgHIAMoCzIPLm9wcmMuS2V5Q2hhbmdlEg4KBmV4aXN0cxgIIAEoCBIUCgxwYXJ0aXRpb25faWQYCSABKA1CDAoKX29iamVjdF9pZCKkAgoMV2F0Y2hSZXF1ZXN0Eg4KBmNsc19pZBgBIAEoCRIVCg1wYXJ0aXRpb25faWRzGAIgAygNEhYKDnN0YXJ0X3JldmlzaW9uGAMgASgEEhoKDW9iamVjdF9pZF9zdHIYBCABKAlIAIgBARIWCglpZF9wcmVmaXgYBSABKAlIAYgBARIXCgprZXlfcHJlZml4GAYgASgJSAKIAQESIwoHYWN0aW9ucxgHIAMoDjISLm9wcmMuQ2hhbmdlQWN0aW9uEhYKDmluY2x1ZGVfdmFsdWVzGAggASgIEhwKFHByb2dyZXNzX2ludGVydmFsX21zGAkgASgNQhAKDl9vYmplY3RfaWRfc3RyQgwKCl9pZF9wcmVmaXhCDQoLX2tleV9wcmVmaXgiNwoNV2F0Y2hQcm9ncmVzcxIUCgxwYXJ0aXRpb25faWQYASABKA0SEAoIcmV2aXNpb24YAiABKAQiZwoNV2F0Y2hSZXNwb25zZRIkCgZjaGFuZ2UYASABKAsyEi5vcHJjLkNoYW5nZVJlY29yZEgAEicKCHByb2dyZXNzGAIgASgLMhMub3ByYy5XYXRjaFByb2dyZXNzSABCBwoFZXZlbnQqewoMQ2hhbmdlQWN0aW9uEh0KGUNIQU5HRV9BQ1RJT05fVU5TUEVDSUZJRUQQABIYChRDSEFOR0VfQUNUSU9OX0NSRUFURRABEhgKFENIQU5HRV9BQ1RJT05fVVBEQVRFEAISGAoUQ0hBTkdFX0FDVElPTl9ERUxFVEUQAzJCCgxXYXRjaFNlcnZpY2USMgoFV2F0Y2gSEi5vcHJjLldhdGNoUmVxdWVzdBoTLm9wcmMuV2F0Y2hSZXNwb25zZTABYgZwcm90bzM", [file_oprc_data]);
+  fileDesc("ChBvcHJjLXdhdGNoLnByb3RvEgRvcHJjInoKCUtleUNoYW5nZRILCgNrZXkYASABKAkSDwoHbnVtZXJpYxgCIAEoCBIiCgZhY3Rpb24YAyABKA4yEi5vcHJjLkNoYW5nZUFjdGlvbhIhCgV2YWx1ZRgEIAEoCzINLm9wcmMuVmFsRGF0YUgAiAEBQggKBl92YWx1ZSKbAgoMQ2hhbmdlUmVjb3JkEhAKCHJldmlzaW9uGAEgASgEEhUKDW9iamVjdF9pZF9zdHIYAiABKAkSFgoJb2JqZWN0X2lkGAMgASgESACIAQESFgoOdmVyc2lvbl9iZWZvcmUYBCABKAQSFQoNdmVyc2lvbl9hZnRlchgFIAEoBBIUCgx0aW1lc3RhbXBfbXMYBiABKAQSIAoHY2hhbmdlcxgHIAMoCzIPLm9wcmMuS2V5Q2hhbmdlEg4KBmV4aXN0cxgIIAEoCBIUCgxwYXJ0aXRpb25faWQYCSABKA0SJQoFZXZlbnQYCiABKAsyES5vcHJjLk9iamVjdEV2ZW50SAGIAQFCDAoKX29iamVjdF9pZEIICgZfZXZlbnQipAIKDFdhdGNoUmVxdWVzdBIOCgZjbHNfaWQYASABKAkSFQoNcGFydGl0aW9uX2lkcxgCIAMoDRIWCg5zdGFydF9yZXZpc2lvbhgDIAEoBBIaCg1vYmplY3RfaWRfc3RyGAQgASgJSACIAQESFgoJaWRfcHJlZml4GAUgASgJSAGIAQESFwoKa2V5X3ByZWZpeBgGIAEoCUgCiAEBEiMKB2FjdGlvbnMYByADKA4yEi5vcHJjLkNoYW5nZUFjdGlvbhIWCg5pbmNsdWRlX3ZhbHVlcxgIIAEoCBIcChRwcm9ncmVzc19pbnRlcnZhbF9tcxgJIAEoDUIQCg5fb2JqZWN0X2lkX3N0ckIMCgpfaWRfcHJlZml4Qg0KC19rZXlfcHJlZml4IjcKDVdhdGNoUHJvZ3Jlc3MSFAoMcGFydGl0aW9uX2lkGAEgASgNEhAKCHJldmlzaW9uGAIgASgEImcKDVdhdGNoUmVzcG9uc2USJAoGY2hhbmdlGAEgASgLMhIub3ByYy5DaGFuZ2VSZWNvcmRIABInCghwcm9ncmVzcxgCIAEoCzITLm9wcmMuV2F0Y2hQcm9ncmVzc0gAQgcKBWV2ZW50KnsKDENoYW5nZUFjdGlvbhIdChlDSEFOR0VfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGAoUQ0hBTkdFX0FDVElPTl9DUkVBVEUQARIYChRDSEFOR0VfQUNUSU9OX1VQREFURRACEhgKFENIQU5HRV9BQ1RJT05fREVMRVRFEAMyQgoMV2F0Y2hTZXJ2aWNlEjIKBVdhdGNoEhIub3ByYy5XYXRjaFJlcXVlc3QaEy5vcHJjLldhdGNoUmVzcG9uc2UwAWIGcHJvdG8z", [file_oprc_data]);
 
 /**
  * One entry a mutation changed.
@@ -153,6 +153,15 @@ export type ChangeRecord = Message<"oprc.ChangeRecord"> & {
    * @generated from field: uint32 partition_id = 9;
    */
   partitionId: number;
+
+  /**
+   * Stored, never sent: the object's trigger configuration at the mutation, kept only when
+   * the node delivers triggers at least once (ODGM_TRIGGER_DELIVERY=at-least-once), so a
+   * delivery replayed after a restart fires the triggers the mutation had.
+   *
+   * @generated from field: optional oprc.ObjectEvent event = 10;
+   */
+  event?: ObjectEvent | undefined;
 };
 
 /**
@@ -217,6 +226,15 @@ export type ChangeRecordJson = {
    * @generated from field: uint32 partition_id = 9;
    */
   partitionId?: number;
+
+  /**
+   * Stored, never sent: the object's trigger configuration at the mutation, kept only when
+   * the node delivers triggers at least once (ODGM_TRIGGER_DELIVERY=at-least-once), so a
+   * delivery replayed after a restart fires the triggers the mutation had.
+   *
+   * @generated from field: optional oprc.ObjectEvent event = 10;
+   */
+  event?: ObjectEventJson;
 };
 
 /**
