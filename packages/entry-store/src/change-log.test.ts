@@ -165,7 +165,8 @@ describe("the change log (RocksDB)", () => {
     const log = store.changes;
     if (log === undefined) throw new Error("no change log");
     // Everything is old (records at t=1,000, compacted at t=1e9), but revision 4 on is held.
-    expect(await log.compact({ maxRecords: 1, maxAgeMs: 0, holdFrom: 4n }, 1e9)).toBe(3);    expect(await log.oldest()).toBe(4n);
+    expect(await log.compact({ maxRecords: 1, maxAgeMs: 0, holdFrom: 4n }, 1e9)).toBe(3);
+    expect(await log.oldest()).toBe(4n);
     expect(await log.compact({ maxRecords: 1, maxAgeMs: 0, holdFrom: 1n }, 1e9)).toBe(0);
     expect(await log.cursors()).toEqual(new Map());
     await log.saveCursors(
