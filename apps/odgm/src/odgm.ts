@@ -21,7 +21,6 @@ import { createRestGateway } from "@oprc/rest-gateway";
 import { type Logger, pino } from "pino";
 import { type Authorizer, createAuthorizer } from "./auth/authorizer.js";
 import { createTokenSet, parseTokenEntries, type TokenEntry } from "./auth/token-set.js";
-import { registerChangesRoute } from "./changefeed/changes-route.js";
 import { startChangeLogCompaction } from "./changefeed/compaction.js";
 import { createWatchServiceImpl } from "./changefeed/watch-service.js";
 import { createClusterServiceImpl, registerClusterRoutes } from "./cluster/cluster-admin.js";
@@ -413,6 +412,7 @@ export async function startOdgm(
     const gateway = createRestGateway({
       data: pipeline.data,
       functions: pipeline.functions,
+      watch: pipeline.client(WatchService),
       ids: { maxLength: config.features.maxStringIdLen, unicode: config.features.unicodeIds },
       bodyLimit: config.limits.maxMessageBytes,
       partitionCount: (cls) => registry.get(cls)?.partitionCount,
@@ -445,7 +445,6 @@ export async function startOdgm(
     // gateway's JSON 404 and its error format.
     const app = gateway;
     registerCollectionRoutes(app, collectionAdmin);
-    registerChangesRoute(app, pipeline.client(WatchService));
     registerClusterRoutes(app, clusterNode);
 
     const restFetch = authorizer === undefined ? app.fetch : authorizer.guardFetch(app.fetch);

@@ -14,6 +14,7 @@ import {
   type WatchRequestSchema,
   WatchService,
 } from "@oprc/grpc-api";
+import { serveGateway } from "@oprc/rest-gateway";
 import { EventSource } from "eventsource";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -333,43 +334,63 @@ describe("filters against a model of the writes", () => {
   }, 240_000);
 });
 
+/**
+ * An EventSource on the node itself or on a standalone gateway in front of it follows 40
+ * writes across a restart of the node (same port) and sees every revision once, in order.
+ */
+async function followAcrossRestart(through: "node" | "gateway"): Promise<void> {
+  const dir = await tempDir("odgm-sse-");
+  const [port] = await freePorts(1);
+  const env = { ODGM_COLLECTION: COLLECTIONS, ODGM_HTTP_PORT: String(port) };
+  let node = await startTempNode(env, dir);
+  const gateway =
+    through === "gateway"
+      ? await serveGateway({ endpoint: node.node.url, port: 0, hostname: "127.0.0.1" })
+      : undefined;
+  const seen: { id: string; revision: string; object: string }[] = [];
+  const es = new EventSource(
+    `${gateway?.url ?? node.node.url}/api/class/c/0/changes?start_revision=1&progress_ms=100`,
+  );
+  es.addEventListener("change", (e) => {
+    const r = JSON.parse(e.data) as { revision: string; objectIdStr: string };
+    seen.push({ id: e.lastEventId, revision: r.revision, object: r.objectIdStr });
+  });
+  const until = async (n: number) => {
+    for (let i = 0; i < 600 && seen.length < n; i++) await new Promise((r) => setTimeout(r, 50));
+  };
+  try {
+    const { data } = clients(node);
+    for (let i = 0; i < 20; i++)
+      await data.setValue({ clsId: "c", objectIdStr: `o${i}`, keyStr: "k", value: v("1") });
+    await until(20);
+    await node.close();
+    // Down long enough that the EventSource tries (and fails) to reconnect meanwhile.
+    await new Promise((r) => setTimeout(r, 3_000));
+    node = await startTempNode(env, dir);
+    const again = clients(node).data;
+    for (let i = 20; i < 40; i++)
+      await again.setValue({ clsId: "c", objectId: BigInt(i), keyStr: "k", value: v("1") });
+    await until(40);
+    expect(seen.map((s) => s.revision)).toEqual(
+      Array.from({ length: 40 }, (_, i) => String(i + 1)),
+    );
+    expect(seen.every((s) => s.id === s.revision)).toBe(true);
+    expect(seen[39]?.object).toBe("39");
+    expect(es.readyState).not.toBe(EventSource.CLOSED);
+  } finally {
+    es.close();
+    await gateway?.close();
+    await node.close();
+  }
+}
+
 describe("Server-Sent Events", () => {
   it("an EventSource follows the feed across a node restart without a gap or a duplicate", async () => {
-    const dir = await tempDir("odgm-sse-");
-    const [port] = await freePorts(1);
-    const env = { ODGM_COLLECTION: COLLECTIONS, ODGM_HTTP_PORT: String(port) };
-    let node = await startTempNode(env, dir);
-    const seen: { id: string; revision: string; object: string }[] = [];
-    const es = new EventSource(
-      `${node.node.url}/api/class/c/0/changes?start_revision=1&progress_ms=100`,
-    );
-    es.addEventListener("change", (e) => {
-      const r = JSON.parse(e.data) as { revision: string; objectIdStr: string };
-      seen.push({ id: e.lastEventId, revision: r.revision, object: r.objectIdStr });
-    });
-    const until = async (n: number) => {
-      for (let i = 0; i < 600 && seen.length < n; i++) await new Promise((r) => setTimeout(r, 50));
-    };
-    try {
-      const { data } = clients(node);
-      for (let i = 0; i < 20; i++)
-        await data.setValue({ clsId: "c", objectIdStr: `o${i}`, keyStr: "k", value: v("1") });
-      await until(20);
-      await node.close();
-      node = await startTempNode(env, dir);
-      const again = clients(node).data;
-      for (let i = 20; i < 40; i++)
-        await again.setValue({ clsId: "c", objectId: BigInt(i), keyStr: "k", value: v("1") });
-      await until(40);
-      expect(seen.map((s) => s.revision)).toEqual(
-        Array.from({ length: 40 }, (_, i) => String(i + 1)),
-      );
-      expect(seen.every((s) => s.id === s.revision)).toBe(true);
-      expect(seen[39]?.object).toBe("39");
-    } finally {
-      es.close();
-      await node.close();
-    }
+    await followAcrossRestart("node");
+  }, 120_000);
+
+  it("the standalone gateway serves the feed, and its EventSource survives the node's restart", async () => {
+    await followAcrossRestart("gateway");
   }, 120_000);
 
   it("is in the OpenAPI document", async () => {

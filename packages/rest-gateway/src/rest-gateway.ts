@@ -1,12 +1,13 @@
 import type { Client } from "@connectrpc/connect";
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { DataService, OprcFunction } from "@oprc/grpc-api";
+import type { DataService, OprcFunction, WatchService } from "@oprc/grpc-api";
 import { createTidClock, type NormalizeOptions, type TidClock } from "@oprc/oprc-id";
 import type { Env, Handler, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { errorResponse, GatewayError } from "./gateway-error.js";
 import { type HostRoute, hostRouteConfig, OPENAPI_ROUTE } from "./openapi-routes.js";
+import { bindChangeRoutes } from "./routes/change-routes.js";
 import { bindInvocationRoutes } from "./routes/invocation-routes.js";
 import { bindObjectRoutes } from "./routes/object-routes.js";
 import { createRouteContext } from "./routes/route-context.js";
@@ -26,6 +27,11 @@ export interface RestGatewayOptions {
    * 501 `not_implemented`.
    */
   functions?: Client<typeof OprcFunction>;
+  /**
+   * The node's change feed (`oprc.WatchService`) for `GET /api/class/:cls/:pid/changes`
+   * (Server-Sent Events). Default: none, and the route is not served.
+   */
+  watch?: Client<typeof WatchService>;
   /**
    * Id and key normalization (spec §2); keep it equal to the data service's configuration.
    * Default: strict mode, 160 bytes (`ODGM_MAX_STRING_ID_LEN`, `ODGM_STRING_ID_UNICODE`).
@@ -145,6 +151,7 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
   bindObjectRoutes(ctx);
   bindValueRoutes(ctx);
   bindInvocationRoutes(ctx);
+  if (options.watch !== undefined) bindChangeRoutes(app, options.watch);
   bindServiceRoutes(ctx, {
     ready: options.ready,
     readyDetail: options.readyDetail,

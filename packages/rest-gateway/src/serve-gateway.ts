@@ -6,7 +6,7 @@ import {
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import { serve } from "@hono/node-server";
-import { DataService, OprcFunction } from "@oprc/grpc-api";
+import { DataService, OprcFunction, WatchService } from "@oprc/grpc-api";
 import { createRestGateway, type RestGatewayOptions } from "./rest-gateway.js";
 
 /** Options of {@link serveGateway}: the gateway's options plus where to listen and what to call. */
@@ -65,6 +65,7 @@ export async function serveGateway(options: ServeGatewayOptions): Promise<Served
     ...rest,
     data: createClient(DataService, transport),
     ...(invocations ? { functions: createClient(OprcFunction, transport) } : {}),
+    watch: createClient(WatchService, transport),
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port, hostname }, () => resolve(s));

@@ -16,6 +16,16 @@ import {
 /** Request headers every upstream call carries on. */
 const PASSED_ON = ["authorization", "traceparent", "tracestate"] as const;
 
+/** The request headers an upstream call carries on (see {@link RouteContext.call}). */
+export function passedOnHeaders(c: Context): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of PASSED_ON) {
+    const v = c.req.header(name);
+    if (v !== undefined) headers[name] = v;
+  }
+  return headers;
+}
+
 /** A route handler. */
 export type Handler = (c: Context) => Promise<Response> | Response;
 
@@ -93,11 +103,7 @@ export function createRouteContext(
         },
       };
       if (timeoutMs > 0) o.timeoutMs = timeoutMs;
-      const headers: Record<string, string> = {};
-      for (const name of PASSED_ON) {
-        const v = c.req.header(name);
-        if (v !== undefined) headers[name] = v;
-      }
+      const headers = passedOnHeaders(c);
       if (Object.keys(headers).length > 0) o.headers = headers;
       return o;
     },

@@ -1,17 +1,18 @@
 // GET /api/class/:cls/:pid/changes — one partition's change feed as Server-Sent Events,
-// over the same WatchService (and interceptors) gRPC clients reach. Every change is an
+// over a WatchService client: inside odgm the node's own service (and interceptors), in
+// the standalone gateway a gRPC stream to the remote node. Every change is an
 // event `change` whose `id:` is its revision and whose data is the ChangeRecord as proto3
 // JSON; an idle stream gets `progress` events whose `id:` is the revision everything up to
 // which was sent, so a browser's EventSource resumes (Last-Event-ID) without a gap or a
 // duplicate. Errors before the stream starts are the gateway's JSON errors; a failure later
 // is an `error` event with {"code","message"}, and the stream ends.
 import { toJson } from "@bufbuild/protobuf";
-import { type Client, ConnectError } from "@connectrpc/connect";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { ChangeAction, ChangeRecordSchema, type WatchService } from "@oprc/grpc-api";
-import { GatewayError } from "@oprc/rest-gateway";
-import type { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
+import { GatewayError } from "../gateway-error.js";
+import { passedOnHeaders } from "./route-context.js";
 
 const ACTION_NAMES: Record<string, ChangeAction> = {
   create: ChangeAction.CREATE,
@@ -31,6 +32,9 @@ function revision(raw: string, what: string): bigint {
   return BigInt(raw);
 }
 
+/** Reconnection delay an EventSource is told to use after the node was unavailable, ms. */
+const RETRY_MS = 1_000;
+
 const QUERY = [
   "start_revision",
   "object_id",
@@ -41,9 +45,9 @@ const QUERY = [
   "progress_ms",
 ];
 
-/** Registers the SSE route (and its OpenAPI description) on the node's REST app. */
-export function registerChangesRoute(app: Hono, watch: Client<typeof WatchService>): void {
-  (app as OpenAPIHono).openAPIRegistry.registerPath(
+/** Binds the SSE route (and its OpenAPI description) to `watch`. */
+export function bindChangeRoutes(app: OpenAPIHono, watch: Client<typeof WatchService>): void {
+  app.openAPIRegistry.registerPath(
     createRoute({
       operationId: "watchChanges",
       method: "get",
@@ -126,7 +130,7 @@ export function registerChangesRoute(app: Hono, watch: Client<typeof WatchServic
           includeValues: includeValues === "true",
           progressIntervalMs: progress === undefined ? 0 : Number(progress),
         },
-        { signal: abort.signal, headers: c.req.raw.headers },
+        { signal: abort.signal, headers: passedOnHeaders(c) },
       )
       [Symbol.asyncIterator]();
     // The first message (or the refusal) before answering, so a bad request is a JSON error.
@@ -135,6 +139,19 @@ export function registerChangesRoute(app: Hono, watch: Client<typeof WatchServic
       first = await stream.next();
     } catch (err) {
       abort.abort();
+      const e = ConnectError.from(err);
+      // A node that is down or shutting down: an EventSource treats any status but 200 as
+      // final, so answer a stream with the error and a retry delay; it reconnects (with its
+      // Last-Event-ID) instead of giving up.
+      if (e.code === Code.Unavailable) {
+        return streamSSE(c, async (sse) => {
+          await sse.writeSSE({
+            event: "error",
+            retry: RETRY_MS,
+            data: JSON.stringify({ code: "unavailable", message: e.rawMessage }),
+          });
+        });
+      }
       throw err;
     }
     return streamSSE(c, async (sse) => {
