@@ -395,6 +395,7 @@ export async function startOdgm(
             onWatchers: (d) => metrics.changefeedWatchers.inc(d),
             stop: stopWatches.signal,
           }),
+          streams: true,
         },
       ],
       interceptors: [

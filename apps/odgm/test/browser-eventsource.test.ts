@@ -61,7 +61,8 @@ describe.skipIf(!present && process.env.CI === undefined)("a browser's EventSour
         const seen: { id: string; revision: string; object: string }[] = [];
         (globalThis as unknown as { seen: typeof seen }).seen = seen;
         const es = new EventSource("/api/class/c/0/changes?start_revision=1&progress_ms=100");
-        es.addEventListener("change", (e) => {
+        es.addEventListener("change", (ev) => {
+          const e = ev as MessageEvent;
           const r = JSON.parse(e.data) as { revision: string; objectIdStr: string };
           seen.push({ id: e.lastEventId, revision: r.revision, object: r.objectIdStr });
         });

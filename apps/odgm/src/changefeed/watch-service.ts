@@ -80,6 +80,36 @@ export function filterRecord(
   return create(ChangeRecordSchema, { ...r, changes, partitionId: partition, event: undefined });
 }
 
+/**
+ * The responses watchers share: a record read from the in-memory window is the same object
+ * for every watcher of its shard, so watchers whose filters keep whole records (no key or
+ * action filter) send one response object per record and values choice — built once, and
+ * encoded once on the gRPC fast path.
+ */
+const shared = new WeakMap<ChangeRecord, [WatchResponse | undefined, WatchResponse | undefined]>();
+
+/** The change response of `r` for a watcher with filter `f`, or `undefined` when it matches nothing. */
+function changeResponse(r: ChangeRecord, f: Filter, partition: number): WatchResponse | undefined {
+  const whole = f.keyPrefix === undefined && f.actions === undefined;
+  const slot = whole ? shared.get(r) : undefined;
+  const i = f.values ? 1 : 0;
+  const cached = slot?.[i];
+  if (cached !== undefined) {
+    if (f.objectId !== undefined && r.objectIdStr !== f.objectId) return undefined;
+    if (f.idPrefix !== undefined && !r.objectIdStr.startsWith(f.idPrefix)) return undefined;
+    return cached;
+  }
+  const out = filterRecord(r, f, partition);
+  if (out === undefined) return undefined;
+  const res = create(WatchResponseSchema, { event: { case: "change", value: out } });
+  if (whole) {
+    const s = slot ?? [undefined, undefined];
+    s[i] = res;
+    if (slot === undefined) shared.set(r, s);
+  }
+  return res;
+}
+
 /** Creates the WatchService implementation. */
 export function createWatchServiceImpl(o: WatchServiceOptions): ServiceImpl<typeof WatchService> {
   const pageSize = o.pageSize ?? 256;
@@ -234,10 +264,10 @@ export function createWatchServiceImpl(o: WatchServiceOptions): ServiceImpl<type
             }
             for (const r of page) {
               c.next = r.revision + 1n;
-              const out = filterRecord(r, filter, c.partition);
+              const out = changeResponse(r, filter, c.partition);
               if (out !== undefined) {
                 lastSent = Date.now();
-                yield create(WatchResponseSchema, { event: { case: "change", value: out } });
+                yield out;
               }
             }
             moved = true;

@@ -28,11 +28,11 @@ export interface FastPathService {
   /** The `ServiceImpl` of the service (the same handlers Connect runs). */
   readonly impl: object;
   /**
-   * Serve its server-streaming methods too. Only for streams that are bounded and produced
-   * at once (a page read from storage): their messages are sent in batches, so a stream
-   * that trickles (a watch) would be held back. Default false.
+   * Serve its server-streaming methods too (default false). Messages are framed and written
+   * in batches: whatever the handler yields before it next waits (a page read from storage,
+   * the changes of one commit) leaves in one write, up to 64 KiB.
    */
-  readonly boundedStreams?: boolean;
+  readonly streams?: boolean;
 }
 
 /** Options of {@link createGrpcUnaryFastPath}. */
@@ -54,7 +54,7 @@ export interface GrpcUnaryFastPathOptions {
  * Serves a request, or returns false to let the Connect adapter serve it. Only plain
  * binary gRPC unary calls (HTTP/2, `application/grpc` or `application/grpc+proto`, no
  * message compression) of the listed services, and server-streaming calls of those with
- * {@link FastPathService.boundedStreams}, are taken; everything else — other streams,
+ * {@link FastPathService.streams}, are taken; everything else — other streams,
  * gRPC-Web, Connect, JSON, compressed messages, other services — goes to Connect.
  */
 export type GrpcUnaryFastPath = (req: Http2ServerRequest, res: Http2ServerResponse) => boolean;
@@ -86,10 +86,10 @@ function trailerObject(h: Headers): Record<string, string> {
  */
 export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): GrpcUnaryFastPath {
   const routes = new Map<string, Route>();
-  for (const { service, impl, boundedStreams } of options.services) {
+  for (const { service, impl, streams: served } of options.services) {
     for (const method of service.methods) {
       const fn = (impl as Record<string, unknown>)[method.localName];
-      const streams = boundedStreams === true && method.methodKind === "server_streaming";
+      const streams = served === true && method.methodKind === "server_streaming";
       if (method.methodKind !== "unary" && !streams) continue;
       if (typeof fn !== "function") continue;
       routes.set(`/${service.typeName}/${method.name}`, {
@@ -261,14 +261,19 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
     });
 
     /**
-     * Sends a server stream's messages: framed and written in batches of up to
-     * {@link FLUSH_BYTES} (a page of small entries leaves in one write, with its trailers),
-     * waiting for the stream to drain between batches; an error after some messages sends
-     * them, then the error status, as connect does.
+     * Sends a server stream's messages: framed and written in batches — whatever the handler
+     * yields before its next wait leaves in one write (flushed on the next macrotask, so a
+     * page of entries or a commit's changes goes together and a trickling watch is not held
+     * back), and at most {@link FLUSH_BYTES} wait. When a write is refused (the client reads
+     * slowly) the handler is not asked for more until the stream drains. An error after some
+     * messages sends them, then the error status, as connect does; the last batch leaves
+     * with the trailers.
      */
     async function stream(response: StreamResponse, output: DescMessage): Promise<void> {
       let pending: Uint8Array[] = [];
       let size = 0;
+      let scheduled: ReturnType<typeof setImmediate> | undefined;
+      let blocked: Promise<void> | undefined;
       const take = (): Uint8Array | undefined => {
         if (size === 0) return undefined;
         const out = Buffer.concat(pending, size);
@@ -276,24 +281,36 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         size = 0;
         return out;
       };
+      const flush = (): void => {
+        scheduled = undefined;
+        const out = take();
+        if (out === undefined || answered) return;
+        if (!res.headersSent) writeHeader(response.header);
+        if (!res.write(out)) blocked ??= drained(res);
+      };
       try {
         for await (const m of response.message) {
           if (answered) return;
-          const out = toBinary(output, m);
-          if (out.length > writeMaxBytes) {
+          const out = encodedFrame(output, m);
+          if (out.length - 5 > writeMaxBytes) {
             throw new ConnectError(
-              `message size ${out.length} is larger than configured writeMaxBytes ${writeMaxBytes}`,
+              `message size ${out.length - 5} is larger than configured writeMaxBytes ${writeMaxBytes}`,
               Code.ResourceExhausted,
             );
           }
-          pending.push(frame(out));
-          size += 5 + out.length;
+          pending.push(out);
+          size += out.length;
           if (size >= FLUSH_BYTES) {
-            if (!res.headersSent) writeHeader(response.header);
-            if (!res.write(take() as Uint8Array)) await drained(res);
+            if (scheduled !== undefined) clearImmediate(scheduled);
+            flush();
+          } else scheduled ??= setImmediate(flush);
+          if (blocked !== undefined) {
+            await blocked;
+            blocked = undefined;
           }
         }
       } catch (err) {
+        if (scheduled !== undefined) clearImmediate(scheduled);
         finish(
           take(),
           err instanceof ConnectError
@@ -303,6 +320,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         );
         return;
       }
+      if (scheduled !== undefined) clearImmediate(scheduled);
       finish(take(), undefined, response);
     }
     return true;
@@ -343,6 +361,23 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
 const EMPTY_HEADERS = new Headers();
 /** A server stream's messages are written once this many framed bytes wait. */
 const FLUSH_BYTES = 64 * 1024;
+
+/**
+ * Framed encodings of stream messages, by message object: a handler that sends one message
+ * object on many streams (a change every watcher of a shard sees) is encoded once. Only
+ * for messages that are not changed after they are sent, as stream messages are not.
+ */
+const framedCache = new WeakMap<object, Uint8Array>();
+
+/** `message` encoded and framed, from the cache when this object was framed before. */
+function encodedFrame(desc: DescMessage, message: Message): Uint8Array {
+  let out = framedCache.get(message);
+  if (out === undefined) {
+    out = frame(toBinary(desc, message));
+    framedCache.set(message, out);
+  }
+  return out;
+}
 
 /** One gRPC length-prefixed message (not compressed). */
 function frame(message: Uint8Array): Uint8Array {

@@ -30,6 +30,8 @@ import { createInProcessClient } from "./in-process-client.js";
 export interface ServedService {
   readonly service: DescService;
   readonly impl: object;
+  /** Serve its server streams on the fast path too (see {@link FastPathService.streams}). */
+  readonly streams?: boolean;
 }
 
 /** Options of {@link createServerPipeline}. */
@@ -89,10 +91,9 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     { service: DataService, impl: dataImpl },
     { service: OprcFunction, impl: functionsImpl },
   ];
-  // DataService's streams (ListValues, ListObjects) are pages read at once: the fast path
-  // serves them too.
+  // DataService's streams (ListValues, ListObjects) go on the fast path too.
   const fastServices: FastPathService[] = [
-    { service: DataService, impl: dataImpl, boundedStreams: true },
+    { service: DataService, impl: dataImpl, streams: true },
     { service: OprcFunction, impl: functionsImpl },
     ...o.services,
   ];
