@@ -213,6 +213,30 @@ describe("the change log (RocksDB)", () => {
     }
   });
 
+  it("records how many changed keys lay beyond the trigger fan-out cap", async () => {
+    const store = await createEntryStore({
+      engine: createMemoryEngine(),
+      shard: "c/0",
+      changeLog: { triggerFanoutCap: 2 },
+    });
+    await store.setObject("o", {
+      entries: ["a", "b", "c", "d", "e"].map((k) => [k, v(k)] as const),
+    });
+    await store.setEntry("o", "a", v("again"));
+    await store.batch("o", {
+      set: [
+        ["a", v("x")],
+        ["b", v("y")],
+      ],
+    });
+    const records = (await store.changes?.read(1n, 10)) ?? [];
+    expect(records.map((r) => [r.changes.length, r.triggerKeysSkipped])).toEqual([
+      [5, 3],
+      [1, 0],
+      [2, 0],
+    ]);
+  });
+
   it("is off unless asked for", async () => {
     const store = await createEntryStore({ engine: createMemoryEngine(), shard: "c/0" });
     await store.setEntry("o", "k", v("x"));

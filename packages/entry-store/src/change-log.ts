@@ -71,6 +71,11 @@ export interface ChangeLogContent {
   readonly values: boolean;
   /** The object's trigger configuration (`event`), when it has one. */
   readonly triggers: boolean;
+  /**
+   * The trigger fan-out cap: a record of a mutation that changed more keys says how many
+   * lay beyond it (`trigger_keys_skipped`). Default: no cap.
+   */
+  readonly triggerFanoutCap?: number | undefined;
 }
 
 /**
@@ -86,6 +91,7 @@ export function changeLogWrites(
   content: ChangeLogContent,
 ): { writes: KvWriteOp[]; head: bigint; records: ChangeRecord[] } {
   const values = content.values;
+  const cap = content.triggerFanoutCap;
   const writes: KvWriteOp[] = [];
   const records: ChangeRecord[] = [];
   let rev = head;
@@ -115,6 +121,9 @@ export function changeLogWrites(
       changes,
       exists: r.exists,
       ...(content.triggers && r.eventConfig !== undefined ? { event: r.eventConfig } : {}),
+      ...(cap !== undefined && changes.length > cap
+        ? { triggerKeysSkipped: changes.length - cap }
+        : {}),
     });
     writes.push({
       type: "put",

@@ -107,10 +107,11 @@ export interface EntryStoreOptions {
   /**
    * Keep a durable change log (see {@link EntryStore.changes}): one record per mutation that
    * writes, in the same atomic write. `values` records new entry values too; `triggers`
-   * records the object's trigger configuration (for at-least-once trigger delivery).
-   * Default: off.
+   * records the object's trigger configuration (for at-least-once trigger delivery);
+   * `triggerFanoutCap` records how many changed keys of a mutation lay beyond the trigger
+   * fan-out cap (`trigger_keys_skipped`). Default: off.
    */
-  changeLog?: { values?: boolean; triggers?: boolean };
+  changeLog?: { values?: boolean; triggers?: boolean; triggerFanoutCap?: number };
 }
 
 /** The durable change log of a shard (see `change-log.ts`). */
@@ -403,6 +404,7 @@ class EntryStoreImpl implements EntryStore {
               head: changeHead,
               values: options.changeLog.values === true,
               triggers: options.changeLog.triggers === true,
+              triggerFanoutCap: options.changeLog.triggerFanoutCap,
               onDurable: (head, records) => {
                 recent.add(records);
                 for (const l of listeners) l(head);

@@ -74,6 +74,8 @@ export interface OrderedApplierOptions {
         readonly values: boolean;
         /** Record the object's trigger configuration too. */
         readonly triggers: boolean;
+        /** Record how many changed keys lay beyond this trigger fan-out cap. */
+        readonly triggerFanoutCap?: number | undefined;
         /** Told of the new head and its records once a write carrying changes is durable. */
         readonly onDurable?: (head: bigint, records: readonly ChangeRecord[]) => void;
       }

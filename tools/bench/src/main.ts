@@ -1,6 +1,6 @@
 // The whole-product benchmark: odgm (real child process, RocksDB, sync on) over gRPC and
 // REST, against baselines measured in the same run, round-robin over several rounds.
-// Run: npx -y pnpm@10.34.9 --filter @oprc/bench bench [-- --quick | --full]
+// Run: npx -y pnpm@10.34.9 bench:clients [-- --quick | --full]   (from the repository root)
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

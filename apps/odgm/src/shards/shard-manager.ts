@@ -269,7 +269,13 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
             onBlobFallbackRead: () => metrics.blobFallbackReads.inc({ collection: cls }),
             ...(options.changeLog === undefined
               ? {}
-              : { changeLog: { ...options.changeLog, triggers: atLeastOnce } }),
+              : {
+                  changeLog: {
+                    ...options.changeLog,
+                    triggers: atLeastOnce,
+                    triggerFanoutCap: options.events.maxBatchTriggerFanout,
+                  },
+                }),
             // Events leave in commit order, so an object's events follow its versions; on a
             // raft shard every replica applies, and only the leader's events leave.
             ...(events === undefined

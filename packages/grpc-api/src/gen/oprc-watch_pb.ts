@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oprc-watch.proto.
  */
 export const file_oprc_watch: GenFile = /*@__PURE__*/
-  fileDesc("ChBvcHJjLXdhdGNoLnByb3RvEgRvcHJjInoKCUtleUNoYW5nZRILCgNrZXkYASABKAkSDwoHbnVtZXJpYxgCIAEoCBIiCgZhY3Rpb24YAyABKA4yEi5vcHJjLkNoYW5nZUFjdGlvbhIhCgV2YWx1ZRgEIAEoCzINLm9wcmMuVmFsRGF0YUgAiAEBQggKBl92YWx1ZSKbAgoMQ2hhbmdlUmVjb3JkEhAKCHJldmlzaW9uGAEgASgEEhUKDW9iamVjdF9pZF9zdHIYAiABKAkSFgoJb2JqZWN0X2lkGAMgASgESACIAQESFgoOdmVyc2lvbl9iZWZvcmUYBCABKAQSFQoNdmVyc2lvbl9hZnRlchgFIAEoBBIUCgx0aW1lc3RhbXBfbXMYBiABKAQSIAoHY2hhbmdlcxgHIAMoCzIPLm9wcmMuS2V5Q2hhbmdlEg4KBmV4aXN0cxgIIAEoCBIUCgxwYXJ0aXRpb25faWQYCSABKA0SJQoFZXZlbnQYCiABKAsyES5vcHJjLk9iamVjdEV2ZW50SAGIAQFCDAoKX29iamVjdF9pZEIICgZfZXZlbnQipAIKDFdhdGNoUmVxdWVzdBIOCgZjbHNfaWQYASABKAkSFQoNcGFydGl0aW9uX2lkcxgCIAMoDRIWCg5zdGFydF9yZXZpc2lvbhgDIAEoBBIaCg1vYmplY3RfaWRfc3RyGAQgASgJSACIAQESFgoJaWRfcHJlZml4GAUgASgJSAGIAQESFwoKa2V5X3ByZWZpeBgGIAEoCUgCiAEBEiMKB2FjdGlvbnMYByADKA4yEi5vcHJjLkNoYW5nZUFjdGlvbhIWCg5pbmNsdWRlX3ZhbHVlcxgIIAEoCBIcChRwcm9ncmVzc19pbnRlcnZhbF9tcxgJIAEoDUIQCg5fb2JqZWN0X2lkX3N0ckIMCgpfaWRfcHJlZml4Qg0KC19rZXlfcHJlZml4IjcKDVdhdGNoUHJvZ3Jlc3MSFAoMcGFydGl0aW9uX2lkGAEgASgNEhAKCHJldmlzaW9uGAIgASgEImcKDVdhdGNoUmVzcG9uc2USJAoGY2hhbmdlGAEgASgLMhIub3ByYy5DaGFuZ2VSZWNvcmRIABInCghwcm9ncmVzcxgCIAEoCzITLm9wcmMuV2F0Y2hQcm9ncmVzc0gAQgcKBWV2ZW50KnsKDENoYW5nZUFjdGlvbhIdChlDSEFOR0VfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGAoUQ0hBTkdFX0FDVElPTl9DUkVBVEUQARIYChRDSEFOR0VfQUNUSU9OX1VQREFURRACEhgKFENIQU5HRV9BQ1RJT05fREVMRVRFEAMyQgoMV2F0Y2hTZXJ2aWNlEjIKBVdhdGNoEhIub3ByYy5XYXRjaFJlcXVlc3QaEy5vcHJjLldhdGNoUmVzcG9uc2UwAWIGcHJvdG8z", [file_oprc_data]);
+  fileDesc("ChBvcHJjLXdhdGNoLnByb3RvEgRvcHJjInoKCUtleUNoYW5nZRILCgNrZXkYASABKAkSDwoHbnVtZXJpYxgCIAEoCBIiCgZhY3Rpb24YAyABKA4yEi5vcHJjLkNoYW5nZUFjdGlvbhIhCgV2YWx1ZRgEIAEoCzINLm9wcmMuVmFsRGF0YUgAiAEBQggKBl92YWx1ZSK5AgoMQ2hhbmdlUmVjb3JkEhAKCHJldmlzaW9uGAEgASgEEhUKDW9iamVjdF9pZF9zdHIYAiABKAkSFgoJb2JqZWN0X2lkGAMgASgESACIAQESFgoOdmVyc2lvbl9iZWZvcmUYBCABKAQSFQoNdmVyc2lvbl9hZnRlchgFIAEoBBIUCgx0aW1lc3RhbXBfbXMYBiABKAQSIAoHY2hhbmdlcxgHIAMoCzIPLm9wcmMuS2V5Q2hhbmdlEg4KBmV4aXN0cxgIIAEoCBIUCgxwYXJ0aXRpb25faWQYCSABKA0SJQoFZXZlbnQYCiABKAsyES5vcHJjLk9iamVjdEV2ZW50SAGIAQESHAoUdHJpZ2dlcl9rZXlzX3NraXBwZWQYCyABKA1CDAoKX29iamVjdF9pZEIICgZfZXZlbnQipAIKDFdhdGNoUmVxdWVzdBIOCgZjbHNfaWQYASABKAkSFQoNcGFydGl0aW9uX2lkcxgCIAMoDRIWCg5zdGFydF9yZXZpc2lvbhgDIAEoBBIaCg1vYmplY3RfaWRfc3RyGAQgASgJSACIAQESFgoJaWRfcHJlZml4GAUgASgJSAGIAQESFwoKa2V5X3ByZWZpeBgGIAEoCUgCiAEBEiMKB2FjdGlvbnMYByADKA4yEi5vcHJjLkNoYW5nZUFjdGlvbhIWCg5pbmNsdWRlX3ZhbHVlcxgIIAEoCBIcChRwcm9ncmVzc19pbnRlcnZhbF9tcxgJIAEoDUIQCg5fb2JqZWN0X2lkX3N0ckIMCgpfaWRfcHJlZml4Qg0KC19rZXlfcHJlZml4IjcKDVdhdGNoUHJvZ3Jlc3MSFAoMcGFydGl0aW9uX2lkGAEgASgNEhAKCHJldmlzaW9uGAIgASgEImcKDVdhdGNoUmVzcG9uc2USJAoGY2hhbmdlGAEgASgLMhIub3ByYy5DaGFuZ2VSZWNvcmRIABInCghwcm9ncmVzcxgCIAEoCzITLm9wcmMuV2F0Y2hQcm9ncmVzc0gAQgcKBWV2ZW50KnsKDENoYW5nZUFjdGlvbhIdChlDSEFOR0VfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGAoUQ0hBTkdFX0FDVElPTl9DUkVBVEUQARIYChRDSEFOR0VfQUNUSU9OX1VQREFURRACEhgKFENIQU5HRV9BQ1RJT05fREVMRVRFEAMyQgoMV2F0Y2hTZXJ2aWNlEjIKBVdhdGNoEhIub3ByYy5XYXRjaFJlcXVlc3QaEy5vcHJjLldhdGNoUmVzcG9uc2UwAWIGcHJvdG8z", [file_oprc_data]);
 
 /**
  * One entry a mutation changed.
@@ -162,6 +162,15 @@ export type ChangeRecord = Message<"oprc.ChangeRecord"> & {
    * @generated from field: optional oprc.ObjectEvent event = 10;
    */
   event?: ObjectEvent | undefined;
+
+  /**
+   * The fan-out summary: how many changed keys lay beyond the trigger fan-out cap
+   * (ODGM_MAX_BATCH_TRIGGER_FANOUT) when the mutation was logged, so their triggers were
+   * not evaluated — the last `trigger_keys_skipped` of `changes`. 0 when none were.
+   *
+   * @generated from field: uint32 trigger_keys_skipped = 11;
+   */
+  triggerKeysSkipped: number;
 };
 
 /**
@@ -235,6 +244,15 @@ export type ChangeRecordJson = {
    * @generated from field: optional oprc.ObjectEvent event = 10;
    */
   event?: ObjectEventJson;
+
+  /**
+   * The fan-out summary: how many changed keys lay beyond the trigger fan-out cap
+   * (ODGM_MAX_BATCH_TRIGGER_FANOUT) when the mutation was logged, so their triggers were
+   * not evaluated — the last `trigger_keys_skipped` of `changes`. 0 when none were.
+   *
+   * @generated from field: uint32 trigger_keys_skipped = 11;
+   */
+  triggerKeysSkipped?: number;
 };
 
 /**
