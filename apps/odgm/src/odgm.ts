@@ -3,6 +3,7 @@ import { create, type DescService } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { createMemoryEngine, isStoreError, type KvEngine } from "@oprc/entry-store";
+import type { RocksEngine } from "@oprc/entry-store/rocksdb";
 import type { TriggerInvocation } from "@oprc/event-v2";
 import {
   ClusterService,
@@ -155,6 +156,10 @@ function clusterMetricHooks(metrics: OdgmMetrics): ClusterHooks {
     },
     onForwarded: (kind) => metrics.raftForwarded.inc({ kind }),
   };
+}
+
+function isRocksEngine(engine: KvEngine): engine is RocksEngine {
+  return engine.kind === "rocksdb" && "writeWorkerHeap" in engine;
 }
 
 async function openEngine(config: OdgmConfig): Promise<KvEngine> {
@@ -422,6 +427,11 @@ export async function startOdgm(
       readyDetail: (): Record<string, string> =>
         zenoh === undefined ? {} : { zenoh: zenoh.isUp() ? "up" : "down" },
       metrics: async () => {
+        const heap = isRocksEngine(engine) ? await engine.writeWorkerHeap() : undefined;
+        if (heap !== undefined) {
+          metrics.writeWorkerHeap.set({ kind: "used" }, heap.usedBytes);
+          metrics.writeWorkerHeap.set({ kind: "external" }, heap.externalBytes);
+        }
         for (const s of manager.all()) {
           metrics.eventQueueLength.set(
             { collection: s.cls, partition: String(s.partition) },

@@ -8,6 +8,7 @@ import {
   type RocksLevelConstructor,
   type RocksLevelLike,
   type RocksWriteOp,
+  type WorkerHeap,
 } from "@oprc/rocksdb";
 import { compareBytes } from "./bytes.js";
 import type {
@@ -86,6 +87,11 @@ export interface RocksEngine extends KvEngine {
   readonly location: string;
   /** Write counters since open. */
   stats(): RocksEngineStats;
+  /**
+   * The write worker's V8 heap (not part of the process's heap metrics); `undefined` when
+   * writes run on the main thread or the engine is closed.
+   */
+  writeWorkerHeap(): Promise<WorkerHeap | undefined>;
 }
 
 /** Column families of the layout; `default` is required by RocksDB and stays empty. */
@@ -251,6 +257,10 @@ class RocksEngineImpl implements RocksEngine {
     if (!this.open)
       return new StoreError("closed", `RocksDB engine ${this.location} is closed`, { cause: err });
     return StoreError.from(err, "io");
+  }
+
+  writeWorkerHeap(): Promise<WorkerHeap | undefined> {
+    return this.writer.workerHeap();
   }
 
   stats(): RocksEngineStats {

@@ -107,6 +107,31 @@ describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (w
   });
 });
 
+describe("the write worker", () => {
+  it("keeps nothing of a batch once it is written", async () => {
+    // Each batch is sent to the worker in its own buffer; 3,000 batches of 64 KiB. A worker
+    // that keeps its batches referenced (it did: the binding's public put records every
+    // operation and only its asynchronous close lets go of the batch) holds all 192 MiB;
+    // one that lets go holds what its next garbage collection frees (up to ~40 MiB seen).
+    const db = await fresh({ writeThread: "worker" });
+    const value = new Uint8Array(64 * 1024).fill(7);
+    for (let i = 0; i < 3_000; i++) {
+      await db.writer.write([{ column: "a", type: "put", key: enc.encode(`k${i % 4}`), value }], {
+        sync: false,
+      });
+    }
+    const heap = await db.writer.workerHeap();
+    expect(heap).toBeDefined();
+    expect(heap?.externalBytes).toBeLessThan(96 * 1024 * 1024);
+    expect(heap?.usedBytes).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it("reports no worker heap on the main thread", async () => {
+    const db = await fresh({ writeThread: "main" });
+    expect(await db.writer.workerHeap()).toBeUndefined();
+  });
+});
+
 describe("opening", () => {
   it("reports a database open elsewhere as locked", async () => {
     const db = await fresh();

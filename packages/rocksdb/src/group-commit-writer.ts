@@ -32,6 +32,14 @@ export interface GroupCommitStats {
   readonly thread: "worker" | "main";
 }
 
+/** Heap of the write worker's isolate, bytes. */
+export interface WorkerHeap {
+  /** Live objects on its heap. */
+  readonly usedBytes: number;
+  /** Memory outside the heap its objects hold (ArrayBuffers such as the batches it is sent). */
+  readonly externalBytes: number;
+}
+
 /** The writer of one database. */
 export interface GroupCommitWriter {
   /**
@@ -41,6 +49,11 @@ export interface GroupCommitWriter {
    */
   write(ops: readonly RocksWriteOp[], options?: { sync?: boolean }): Promise<void>;
   stats(): GroupCommitStats;
+  /**
+   * The write worker's V8 heap (its own isolate: the process's heap metrics do not include
+   * it); `undefined` on the main thread or once the worker stopped.
+   */
+  workerHeap(): Promise<WorkerHeap | undefined>;
   /** Waits for queued calls, stops the worker, then refuses new calls (`closed`). */
   close(): Promise<void>;
 }
@@ -94,6 +107,7 @@ function workerSink(
 ): {
   sink: BatchSink;
   ready: Promise<void>;
+  heap(): Promise<WorkerHeap | undefined>;
   stop(): Promise<void>;
 } {
   const worker = new Worker(workerUrl(), {
@@ -126,8 +140,21 @@ function workerSink(
   worker.on("error", (e) => failAll(RocksError.from(e)));
   worker.on("exit", () => failAll(new RocksError("closed", "the RocksDB write worker exited")));
   const index = new Map(columns.map((c, i) => [c, i]));
+  let stopped = false;
+  worker.once("exit", () => {
+    stopped = true;
+  });
   return {
     ready,
+    async heap() {
+      if (stopped) return undefined;
+      try {
+        const h = await worker.getHeapStatistics();
+        return { usedBytes: h.used_heap_size, externalBytes: h.external_memory };
+      } catch {
+        return undefined; // stopped meanwhile
+      }
+    },
     async sink(calls, sync) {
       await ready;
       if (failure !== undefined) throw failure;
@@ -298,6 +325,7 @@ export async function createGroupCommitWriter(
       });
     },
     stats: () => ({ ...counters, thread }),
+    workerHeap: () => worker?.heap() ?? Promise.resolve(undefined),
     async close() {
       if (closed) return;
       closed = true;

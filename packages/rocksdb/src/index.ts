@@ -5,6 +5,7 @@ export type {
   GroupCommitWriter,
   GroupCommitWriterOptions,
   RocksWriteOp,
+  WorkerHeap,
 } from "./group-commit-writer.js";
 export { createGroupCommitWriter } from "./group-commit-writer.js";
 export type {

@@ -12,9 +12,14 @@
 import { createRequire } from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
 
+// The binding's chained batch, through its synchronous internals: the public `put`/`del`
+// also record every operation (for abstract-level's `batch` event) and only the public,
+// asynchronous `write`/`close` detach the batch from the database, so a batch written with
+// `_writeSync`/`_closeSync` after public puts stays referenced by the database forever,
+// with every key and value of it (1.7 KB per write of RSS, without bound, measured).
 interface Batch {
-  put(key: Uint8Array, value: Uint8Array, options: { column: unknown }): void;
-  del(key: Uint8Array, options: { column: unknown }): void;
+  _put(key: Uint8Array, value: Uint8Array, options: { column: unknown }): void;
+  _del(key: Uint8Array, options: { column: unknown }): void;
   _writeSync(options: { sync: boolean }): void;
   _closeSync(): void;
 }
@@ -22,6 +27,8 @@ interface Db {
   readonly columns: Record<string, unknown>;
   open(options: object): Promise<void>;
   batch(): Batch;
+  /** abstract-level: forget a resource the database would close with itself. */
+  detachResource(resource: object): void;
 }
 interface Data {
   readonly handle: bigint;
@@ -52,15 +59,19 @@ db.open({}).then(
           const key = buf.subarray(at + 6, at + 6 + kl);
           at += 6 + kl;
           if (op === 2) {
-            batch.del(key, opts);
+            batch._del(key, opts);
           } else {
             const vl = buf.readUInt32LE(at);
-            batch.put(key, buf.subarray(at + 4, at + 4 + vl), opts);
+            batch._put(key, buf.subarray(at + 4, at + 4 + vl), opts);
             at += 4 + vl;
           }
         }
-        batch._writeSync({ sync: m.sync });
-        batch._closeSync();
+        try {
+          batch._writeSync({ sync: m.sync });
+        } finally {
+          batch._closeSync();
+          db.detachResource(batch);
+        }
         port.postMessage({ id: m.id });
       } catch (e) {
         port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) });

@@ -36,6 +36,7 @@ export interface OdgmMetrics {
   readonly triggerInflight: Gauge<"target">;
   readonly triggerDeliveries: Counter<"target" | "outcome">;
   readonly triggerRetries: Counter<"target">;
+  readonly writeWorkerHeap: Gauge<"kind">;
   readonly triggerDeadLetters: Counter<"target">;
   readonly invocations: Counter<"kind" | "status">;
   /** Raft: current term of each local group (sampled at scrape). */
@@ -235,6 +236,11 @@ export function createOdgmMetrics(): OdgmMetrics {
       "odgm_trigger_deliveries_total",
       "Trigger dispatches per target (<collection>/<function>) by outcome: ok, error, timeout, or dropped (the target's lane was full).",
       ["target", "outcome"],
+    ),
+    writeWorkerHeap: g(
+      "odgm_rocksdb_write_worker_heap_bytes",
+      "The RocksDB write worker's V8 heap (its own isolate, outside nodejs_heap_*): kind used (live objects) or external (buffers it holds).",
+      ["kind"],
     ),
     triggerRetries: c(
       "odgm_trigger_retries_total",
