@@ -51,7 +51,7 @@ import { createDualProtocolServer } from "./server/dual-protocol-server.js";
 import { isAuthenticatedPeer, peersOnly } from "./server/peer-auth.js";
 import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
-import { createZenohService, type ZenohService } from "./zenoh/zenoh-service.js";
+import type { ZenohService } from "./zenoh/zenoh-service.js";
 
 /** Name of the shard holding the node's own records (collection registry). */
 const NODE_SHARD = "__odgm__";
@@ -500,11 +500,12 @@ export async function startOdgm(
 
     // Zenoh (ODGM_ZENOH_ENDPOINT): the same DataService handlers, in process, like REST, but
     // each call checked like a network one (a token rides in the query's or sample's attachment).
+    // zenoh-ts (and its WebAssembly module) is loaded only when Zenoh is configured.
     const zenohConfig = config.zenoh;
     zenoh =
       zenohConfig === undefined
         ? undefined
-        : createZenohService({
+        : (await import("./zenoh/zenoh-service.js")).createZenohService({
             endpoint: zenohConfig.endpoint,
             retryMs: zenohConfig.retryMs,
             nodeId: config.cluster.nodeId,
