@@ -21,6 +21,7 @@ import {
   type HandlerCallInit,
   type HandlerFn,
 } from "./handler-call.js";
+import { IncomingHeaders } from "./incoming-headers.js";
 
 /** One service whose unary methods the fast path serves. */
 export interface FastPathService {
@@ -331,13 +332,8 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
     controller: AbortController,
     timeoutMs: number | undefined,
   ): HandlerCallInit {
-    const header = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (k.startsWith(":") || v === undefined) continue;
-      header.set(k, Array.isArray(v) ? v.join(", ") : v);
-    }
     return {
-      header,
+      header: new IncomingHeaders(req.headers),
       signal: controller.signal,
       url: `http://${String(req.headers[":authority"] ?? "localhost")}${req.url}`,
       deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
