@@ -70,7 +70,9 @@ export class IncomingHeaders implements Headers {
     callback: (value: string, key: string, parent: Headers) => void,
     thisArg?: unknown,
   ): void {
-    this.#own().forEach((value, key) => callback.call(thisArg, value, key, this));
+    this.#own().forEach((value, key) => {
+      callback.call(thisArg, value, key, this);
+    });
   }
 
   entries(): ReturnType<Headers["entries"]> {
