@@ -1,8 +1,10 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { ChangeAction, type ChangeRecord } from "@oprc/grpc-api/messages";
 import type { EventV2Config } from "./event-config.js";
 import type { EventMetricsHooks } from "./event-metrics.js";
 import { truncationOf } from "./fanout-cap.js";
 import type { ChangedKey, MutationAction, MutationContext } from "./mutation-context.js";
+import { type ObjectLane, pumpLane } from "./object-lane.js";
 import { callHook } from "./trigger-firing.js";
 import { createTriggerInvocation, type TriggerInvocation } from "./trigger-invocation.js";
 import { collectTriggers } from "./trigger-matching.js";
@@ -136,7 +138,8 @@ interface Delivery {
   readonly invocation: TriggerInvocation;
 }
 
-class Lane {
+/** A target's lane, plus what its cursor is derived from. */
+class Lane implements ObjectLane<Delivery> {
   readonly queue: Delivery[] = [];
   running = 0;
   readonly busy = new Set<string>();
@@ -150,9 +153,6 @@ class Lane {
     /** Everything up to here was finished before this process started. */
     readonly floor: bigint,
   ) {}
-  get pending(): number {
-    return this.queue.length + this.running;
-  }
   /** The last revision whose deliveries to this target have all finished. */
   done(scanned: bigint): bigint {
     let d = scanned;
@@ -164,19 +164,6 @@ class Lane {
     // biome-ignore lint/complexity/useMathMinMax: bigints (Math.max takes numbers)
     return d > this.floor ? d : this.floor;
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /**
@@ -339,32 +326,26 @@ export async function startDurableDelivery(o: DurableDeliveryOptions): Promise<D
   }
 
   function pump(lane: Lane): void {
-    for (let i = 0; i < lane.queue.length && lane.running < perTarget; ) {
-      const d = lane.queue[i] as Delivery;
-      if (lane.busy.has(d.source)) {
-        i++;
-        continue;
-      }
-      lane.queue.splice(i, 1);
-      lane.running++;
-      lane.busy.add(d.source);
-      void deliver(d).then((finished) => {
-        lane.running--;
-        lane.busy.delete(d.source);
-        pending--;
-        if (finished) {
+    pumpLane(
+      lane,
+      perTarget,
+      (d) =>
+        deliver(d).then((finished) => {
+          if (!finished) return; // stopped: repeated after a restart
           const left = (lane.unfinished.get(d.revision) ?? 1) - 1;
           if (left === 0) lane.unfinished.delete(d.revision);
           else lane.unfinished.set(d.revision, left);
           dirty = true;
-        }
+        }),
+      () => {
+        pending--;
         if (stopping.signal.aborted) return;
         pump(lane);
         if (lane.detachedFrom !== undefined && lane.queue.length < laneBound / 2)
           void catchUp(lane);
         checkCaughtUp();
-      });
-    }
+      },
+    );
   }
 
   /** One attempt: resolves with undefined on success, else the error. */
@@ -421,7 +402,7 @@ export async function startDurableDelivery(o: DurableDeliveryOptions): Promise<D
       const delay = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
       if (hooks.onTriggerRetry)
         callHook(() => hooks.onTriggerRetry?.(d.invocation, n, error, delay));
-      await sleep(delay, stopping.signal);
+      await sleep(delay, undefined, { signal: stopping.signal }).catch(() => undefined);
       if (stopping.signal.aborted) return false;
     }
   }

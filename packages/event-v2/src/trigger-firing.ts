@@ -1,5 +1,6 @@
 import type { EventV2Config } from "./event-config.js";
 import type { EventMetricsHooks } from "./event-metrics.js";
+import { createObjectLane, type ObjectLane, pumpLane } from "./object-lane.js";
 import { createTriggerInvocation, type TriggerInvocation } from "./trigger-invocation.js";
 import type { TriggerMatch } from "./trigger-matching.js";
 import type { TriggerDispatchOptions, TriggerSink } from "./trigger-sink.js";
@@ -74,12 +75,7 @@ interface Queued {
 }
 
 /** The dispatches of one target: waiting (in firing order) and running. */
-interface Lane {
-  readonly queue: Queued[];
-  running: number;
-  /** Source objects with a dispatch in flight. */
-  readonly busy: Set<string>;
-}
+type Lane = ObjectLane<Queued>;
 
 // What the sink sees: only the signal.
 class SinkOptions implements TriggerDispatchOptions {
@@ -236,26 +232,16 @@ export function createTriggerFiring(
 
   /** Starts what the lane may start: in order, skipping objects with a dispatch in flight. */
   function pump(key: string, lane: Lane): void {
-    for (let i = 0; i < lane.queue.length && lane.running < perTarget; ) {
-      const item = lane.queue[i] as Queued;
-      if (lane.busy.has(item.source)) {
-        i++;
-        continue;
-      }
-      lane.queue.splice(i, 1);
-      lane.running++;
-      lane.busy.add(item.source);
-      const done = (): void => {
-        lane.running--;
-        lane.busy.delete(item.source);
+    pumpLane(
+      lane,
+      perTarget,
+      (item) => dispatchOne(item.invocation),
+      () => {
         finished();
         if (lane.queue.length === 0 && lane.running === 0) lanes.delete(key);
         else pump(key, lane);
-      };
-      const p = dispatchOne(item.invocation);
-      if (p === undefined) done();
-      else void p.then(done);
-    }
+      },
+    );
   }
 
   return {
@@ -280,7 +266,7 @@ export function createTriggerFiring(
         const key = `${r.clsId}\u0000${r.fnId}`;
         let lane = lanes.get(key);
         if (lane === undefined) {
-          lane = { queue: [], running: 0, busy: new Set() };
+          lane = createObjectLane();
           lanes.set(key, lane);
         }
         if (lane.queue.length >= laneBound) {

@@ -124,6 +124,8 @@ describe("the write worker", () => {
     expect(heap).toBeDefined();
     expect(heap?.externalBytes).toBeLessThan(96 * 1024 * 1024);
     expect(heap?.usedBytes).toBeLessThan(64 * 1024 * 1024);
+    await db.close();
+    expect(await db.writer.workerHeap()).toBeUndefined();
   });
 
   it("reports no worker heap on the main thread", async () => {

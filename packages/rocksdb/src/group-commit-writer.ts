@@ -140,19 +140,14 @@ function workerSink(
   worker.on("error", (e) => failAll(RocksError.from(e)));
   worker.on("exit", () => failAll(new RocksError("closed", "the RocksDB write worker exited")));
   const index = new Map(columns.map((c, i) => [c, i]));
-  let stopped = false;
-  worker.once("exit", () => {
-    stopped = true;
-  });
   return {
     ready,
     async heap() {
-      if (stopped) return undefined;
       try {
         const h = await worker.getHeapStatistics();
         return { usedBytes: h.used_heap_size, externalBytes: h.external_memory };
       } catch {
-        return undefined; // stopped meanwhile
+        return undefined; // the worker stopped (ERR_WORKER_NOT_RUNNING)
       }
     },
     async sink(calls, sync) {

@@ -57,17 +57,19 @@ interface Filter {
   readonly values: boolean;
 }
 
+/** Whether the watcher's object filters (`object_id_str`, `id_prefix`) let `r` through. */
+function matchesObject(r: ChangeRecord, f: Filter): boolean {
+  return (
+    (f.objectId === undefined || r.objectIdStr === f.objectId) &&
+    (f.idPrefix === undefined || r.objectIdStr.startsWith(f.idPrefix))
+  );
+}
+
 /**
- * The record as the watcher should see it (only matching keys, values only when asked), or
- * `undefined` when nothing of it matches.
+ * The record as a watcher whose object filters let it through sees it (only matching keys,
+ * values only when asked), or `undefined` when no key of it matches.
  */
-export function filterRecord(
-  r: ChangeRecord,
-  f: Filter,
-  partition: number,
-): ChangeRecord | undefined {
-  if (f.objectId !== undefined && r.objectIdStr !== f.objectId) return undefined;
-  if (f.idPrefix !== undefined && !r.objectIdStr.startsWith(f.idPrefix)) return undefined;
+function recordView(r: ChangeRecord, f: Filter, partition: number): ChangeRecord | undefined {
   const changes = r.changes
     .filter(
       (c) =>
@@ -90,16 +92,13 @@ const shared = new WeakMap<ChangeRecord, [WatchResponse | undefined, WatchRespon
 
 /** The change response of `r` for a watcher with filter `f`, or `undefined` when it matches nothing. */
 function changeResponse(r: ChangeRecord, f: Filter, partition: number): WatchResponse | undefined {
+  if (!matchesObject(r, f)) return undefined;
   const whole = f.keyPrefix === undefined && f.actions === undefined;
   const slot = whole ? shared.get(r) : undefined;
   const i = f.values ? 1 : 0;
   const cached = slot?.[i];
-  if (cached !== undefined) {
-    if (f.objectId !== undefined && r.objectIdStr !== f.objectId) return undefined;
-    if (f.idPrefix !== undefined && !r.objectIdStr.startsWith(f.idPrefix)) return undefined;
-    return cached;
-  }
-  const out = filterRecord(r, f, partition);
+  if (cached !== undefined) return cached;
+  const out = recordView(r, f, partition);
   if (out === undefined) return undefined;
   const res = create(WatchResponseSchema, { event: { case: "change", value: out } });
   if (whole) {

@@ -143,10 +143,12 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
       options.onEventError?.(err);
     }
   };
+  /** At-least-once delivery of a basic shard; `hooks` are the shard's trigger metrics. */
   const startAtLeastOnce = (
     source: NonNullable<EntryStore["changes"]>,
     cls: string,
     partition: number,
+    hooks: EventMetricsHooks,
   ): Promise<DurableDelivery> => {
     const { retry, logger } = options.atLeastOnce as NonNullable<
       ShardManagerOptions["atLeastOnce"]
@@ -160,15 +162,8 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
       config: options.events,
       retry,
       hooks: {
-        onTriggerDispatched: (inv) =>
-          metrics.triggersFired.inc({ collection: cls, kind: inv.kind }),
-        onTriggerStarted: (inv) => metrics.triggerInflight.inc({ target: targetOf(inv.request) }),
-        onTriggerSettled: (inv, outcome) => {
-          const target = targetOf(inv.request);
-          metrics.triggerInflight.dec({ target });
-          metrics.triggerDeliveries.inc({ target, outcome });
-        },
-        onDepthExceeded: () => metrics.triggerDepthExceeded.inc({ collection: cls }),
+        // The shard's trigger metrics (started, settled, dispatched, depth), as for firing.
+        ...hooks,
         onTriggerRetry: (inv) => metrics.triggerRetries.inc({ target: targetOf(inv.request) }),
         onTriggerDeadLetter: (inv, revision, err) => {
           metrics.triggerFailures.inc({ collection: cls });
@@ -295,7 +290,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
             );
           const delivery =
             atLeastOnce && events !== undefined && store.changes !== undefined
-              ? await startAtLeastOnce(store.changes, cls, partition)
+              ? await startAtLeastOnce(store.changes, cls, partition, hooks)
               : undefined;
           const shard: Shard = {
             cls,

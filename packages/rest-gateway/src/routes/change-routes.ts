@@ -32,6 +32,14 @@ function revision(raw: string, what: string): bigint {
   return BigInt(raw);
 }
 
+/** The `error` event that ends a stream: `{code, message}` as the gateway's JSON errors. */
+function errorEvent(e: ConnectError): { event: string; data: string } {
+  return {
+    event: "error",
+    data: JSON.stringify({ code: GatewayError.from(e).code, message: e.rawMessage }),
+  };
+}
+
 /** Reconnection delay an EventSource is told to use after the node was unavailable, ms. */
 const RETRY_MS = 1_000;
 
@@ -145,11 +153,7 @@ export function bindChangeRoutes(app: OpenAPIHono, watch: Client<typeof WatchSer
       // Last-Event-ID) instead of giving up.
       if (e.code === Code.Unavailable) {
         return streamSSE(c, async (sse) => {
-          await sse.writeSSE({
-            event: "error",
-            retry: RETRY_MS,
-            data: JSON.stringify({ code: "unavailable", message: e.rawMessage }),
-          });
+          await sse.writeSSE({ ...errorEvent(e), retry: RETRY_MS });
         });
       }
       throw err;
@@ -180,11 +184,7 @@ export function bindChangeRoutes(app: OpenAPIHono, watch: Client<typeof WatchSer
         }
       } catch (err) {
         if (abort.signal.aborted) return;
-        const e = ConnectError.from(err);
-        await sse.writeSSE({
-          event: "error",
-          data: JSON.stringify({ code: GatewayError.from(e).code, message: e.rawMessage }),
-        });
+        await sse.writeSSE(errorEvent(ConnectError.from(err)));
       } finally {
         abort.abort();
       }
