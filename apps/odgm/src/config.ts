@@ -180,8 +180,10 @@ export interface ClusterConfig {
   readonly tickMs: number;
   /** `ODGM_RAFT_ELECTION_TICKS` (default 10): ticks without a leader before an election. */
   readonly electionTicks: number;
-  /** `ODGM_RAFT_COMPACT_ENTRIES` (default 10000): applied entries kept before a snapshot compacts the log. */
+  /** `ODGM_RAFT_COMPACT_ENTRIES` (default 100000): applied entries kept before a snapshot compacts the log. */
   readonly compactEntries: number;
+  /** `ODGM_RAFT_COMPACT_BYTES` (default 64 MiB): applied payload bytes kept before a snapshot compacts the log. */
+  readonly compactBytes: number;
 }
 
 /** How reads of a raft shard are confirmed. */
@@ -334,7 +336,8 @@ function parseCluster(env: Env, port: number, scheme: "http:" | "https:"): Clust
     readConsistency: rc,
     tickMs: int(env, "ODGM_RAFT_TICK_MS", 100, 1, 60_000),
     electionTicks: int(env, "ODGM_RAFT_ELECTION_TICKS", 10, 3, 1000),
-    compactEntries: int(env, "ODGM_RAFT_COMPACT_ENTRIES", 10_000, 10, 100_000_000),
+    compactEntries: int(env, "ODGM_RAFT_COMPACT_ENTRIES", 100_000, 10, 100_000_000),
+    compactBytes: int(env, "ODGM_RAFT_COMPACT_BYTES", 64 * 1024 * 1024, 64 * 1024, 2 ** 40),
   };
 }
 

@@ -6,7 +6,7 @@
 //   0x00 0x03            → head revision (u64 BE), the last revision assigned
 //   0x01 <revision u64>  → `ChangeRecord` (protobuf)
 //   0x02 <name UTF-8>    → a reader's cursor (u64 BE): the last revision it has finished
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import {
   ChangeAction,
   type ChangeRecord,
@@ -15,6 +15,7 @@ import {
   KeyChangeSchema,
 } from "@oprc/grpc-api/messages";
 import { parseCanonicalU64 } from "@oprc/oprc-id";
+import { encodeChangeRecord } from "./change-record-codec.js";
 import type { KvShard, KvWriteOp } from "./kv.js";
 import type { MutationPlan } from "./mutation-planner.js";
 import { StoreError } from "./store-error.js";
@@ -129,7 +130,7 @@ export function changeLogWrites(
       type: "put",
       keyspace: "system",
       key: changeKey(rev),
-      value: toBinary(ChangeRecordSchema, record),
+      value: encodeChangeRecord(record),
     });
     records.push(record);
   }

@@ -460,6 +460,7 @@ export class ClusterNode {
       electionTick: this.o.config.electionTicks,
       heartbeatTick: 1,
       compactAfter: this.o.config.compactEntries,
+      compactAfterBytes: this.o.config.compactBytes,
       onSoftState: (_role, leader) => this.o.hooks?.onLeaderChange?.(id, leader),
       onError: (err, what) => this.o.logger.error({ err, group: id, what }, "raft group error"),
     });

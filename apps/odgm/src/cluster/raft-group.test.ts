@@ -49,7 +49,11 @@ afterEach(async () => {
   for (const g of open.splice(0)) await g.close();
 });
 
-async function cluster(ids: number[], compactAfter = 10_000): Promise<Cluster> {
+async function cluster(
+  ids: number[],
+  compactAfter = 10_000,
+  compactAfterBytes?: number,
+): Promise<Cluster> {
   const groups = new Map<number, RaftGroup<number>>();
   const machines = new Map<number, ListMachine>();
   const cut = new Set<number>();
@@ -70,6 +74,7 @@ async function cluster(ids: number[], compactAfter = 10_000): Promise<Cluster> {
       send,
       bootstrapVoters: ids,
       compactAfter,
+      ...(compactAfterBytes === undefined ? {} : { compactAfterBytes }),
     });
     groups.set(id, g);
     open.push(g);
@@ -136,6 +141,24 @@ describe("RaftGroup", () => {
     for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 20; i++) await c.tick(1);
     expect(c.machines.get(lagging)?.items).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
     expect(c.groups.get(lagging)?.status().snapshotsInstalled).toBeGreaterThan(0);
+  });
+
+  it("compacts by applied payload bytes as well as by entry count", async () => {
+    const c = await cluster([1, 2, 3], 1_000_000, 4096);
+    const leader = c.leader() as RaftGroup<number>;
+    // 3 entries of 1 KiB stay under 4 KiB: no compaction yet.
+    for (let i = 0; i < 3; i++) await leader.propose(new Uint8Array(1024).fill(65 + i));
+    await c.tick(3);
+    expect(leader.status().lastSnapshotIndex).toBe(1);
+    // The 4th crosses it: the log is compacted up to what was applied.
+    const r = await leader.propose(new Uint8Array(1024).fill(70));
+    // (Proposals resolve before the compaction that follows their apply has finished.)
+    for (let i = 0; i < 100 && leader.status().lastSnapshotIndex < r.index; i++) await c.tick(1);
+    expect(leader.status().lastSnapshotIndex).toBe(r.index);
+    // The count starts again from there.
+    await leader.propose(new Uint8Array(1024).fill(71));
+    await c.tick(3);
+    expect(leader.status().lastSnapshotIndex).toBe(r.index);
   });
 
   it("applies on a queue of its own: the log commits on while the state machine is busy, and reads wait for it", async () => {

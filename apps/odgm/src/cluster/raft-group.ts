@@ -53,8 +53,13 @@ export interface RaftGroupOptions<R> {
   readonly electionTick?: number;
   /** Ticks between heartbeats. Default 1. */
   readonly heartbeatTick?: number;
-  /** Compact the log once this many applied entries follow the last snapshot. Default 10000. */
+  /** Compact the log once this many applied entries follow the last snapshot. Default 100,000. */
   readonly compactAfter?: number;
+  /**
+   * Compact the log once the applied entries since the last snapshot (or since this node
+   * opened the group) carry this many payload bytes. Default 64 MiB.
+   */
+  readonly compactAfterBytes?: number;
   /** Default 64 KiB. */
   readonly snapshotChunkSize?: number;
   readonly readOnlyOption?: ReadOnlyOption;
@@ -120,6 +125,8 @@ export class RaftGroup<R> {
   private durable: { term: number; vote: number };
   /** A hard state whose only change is the commit index, saved with the next synced write. */
   private unsavedHardState: HardState | undefined;
+  /** Payload bytes applied since the last compaction (or since open). */
+  private appliedBytes = 0;
 
   private constructor(
     private readonly o: RaftGroupOptions<R>,
@@ -244,9 +251,11 @@ export class RaftGroup<R> {
     } catch (err) {
       return Promise.reject(err);
     }
-    const st = this.raft.status();
+    // The entry just appended is the log's last (status() would copy the whole progress).
+    const index = this.raft.log.lastIndex();
+    const term = this.raft.term;
     return new Promise((resolve, reject) => {
-      this.proposals.set(st.lastIndex, { term: st.term, resolve, reject });
+      this.proposals.set(index, { term, resolve, reject });
       this.kick();
     });
   }
@@ -423,6 +432,7 @@ export class RaftGroup<R> {
       await this.applyQueue;
       await this.o.stateMachine.restore(rd.snapshot.data, rd.snapshot.metadata.index);
       this.snapshotsInstalled++;
+      this.appliedBytes = 0;
       // Proposals at or below the snapshot were decided elsewhere: their outcome is unknown here.
       for (const [index, p] of this.proposals) {
         if (index <= rd.snapshot.metadata.index) {
@@ -470,6 +480,7 @@ export class RaftGroup<R> {
       if (p.term === e.term) p.resolve({ index: e.index, result: results[i] as R });
       else p.reject(overwritten(this.id, e.index));
     }
+    for (const e of entries) this.appliedBytes += e.data.byteLength;
     const last = entries[entries.length - 1] as Entry;
     // Proposals below what was just applied that never showed up were cut off by a snapshot.
     for (const [index, p] of this.proposals) {
@@ -484,8 +495,9 @@ export class RaftGroup<R> {
   private async maybeCompact(applied: number): Promise<void> {
     const storage = this.o.storage;
     const first = storage.firstIndex();
-    if (applied - first + 1 < (this.o.compactAfter ?? 10_000) || applied > storage.lastIndex())
-      return;
+    const byCount = applied - first + 1 >= (this.o.compactAfter ?? 100_000);
+    const byBytes = this.appliedBytes >= (this.o.compactAfterBytes ?? 64 * 1024 * 1024);
+    if (!(byCount || byBytes) || applied > storage.lastIndex()) return;
     const data = await this.o.stateMachine.snapshot();
     await storage.compact(applied, {
       metadata: {
@@ -495,6 +507,7 @@ export class RaftGroup<R> {
       },
       data,
     });
+    this.appliedBytes = 0;
   }
 }
 

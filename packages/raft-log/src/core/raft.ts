@@ -1,5 +1,6 @@
 import type { PersistBatch } from "../storage-port.js";
 import type { ConfChange, ConfState, Entry, HardState, Snapshot } from "../types.js";
+import { coalesceMessages } from "./coalesce.js";
 import { applyConfChange, type ConfChangeCodec, jsonConfChangeCodec } from "./conf-change.js";
 import { createMessage, type Message, type MessageType } from "./message.js";
 import { createPrng } from "./prng.js";
@@ -397,7 +398,7 @@ export class Raft {
     const entries = [...this.log.unstable];
     const snapshot = this.log.unstableSnapshot;
     const committedEntries = this.log.nextCommitted(this.maxSizePerMsg * 4);
-    const messages = this.msgs;
+    const messages = coalesceMessages(this.msgs, this.maxSizePerMsg);
     this.msgs = [];
     const readStates = this.pendingReadStates.filter((r) => r.index <= this.log.applied);
     this.pendingReadStates = this.pendingReadStates.filter((r) => r.index > this.log.applied);

@@ -45,6 +45,7 @@ const silentDrops: boolean | undefined = values["silent-drops"]
 const t0 = performance.now();
 let failures = 0;
 let unknown = 0;
+const unknownSeeds: number[] = [];
 let ops = 0;
 const first: { seed: number; check: string; message: string }[] = [];
 for (let i = 0; i < seeds; i++) {
@@ -61,7 +62,10 @@ for (let i = 0; i < seeds; i++) {
     ...(values.trace ? { trace: (l: string) => console.log(l) } : {}),
   });
   ops += r.stats.opsOk;
-  if (r.verdict === "unknown") unknown++;
+  if (r.verdict === "unknown") {
+    unknown++;
+    unknownSeeds.push(seed);
+  }
   if (values.trace)
     console.log(JSON.stringify({ seed, nodes: r.nodes, verdict: r.verdict, stats: r.stats }));
   if (r.failure !== undefined) {
@@ -87,10 +91,10 @@ for (let i = 0; i < seeds; i++) {
 }
 const secs = (performance.now() - t0) / 1000;
 if (values.json) {
-  console.log(JSON.stringify({ seeds, start, failures, unknown, ops, secs, first }));
+  console.log(JSON.stringify({ seeds, start, failures, unknown, unknownSeeds, ops, secs, first }));
 } else {
   console.log(
-    `done: ${seeds} seeds from ${start} (${minNodes}-${maxNodes} nodes) in ${secs.toFixed(1)}s: ${failures} failures, ${unknown} unknown linearizability verdicts, ${ops} client ops acknowledged`,
+    `done: ${seeds} seeds from ${start} (${minNodes}-${maxNodes} nodes) in ${secs.toFixed(1)}s: ${failures} failures, ${unknown} unknown linearizability verdicts${unknown > 0 ? ` (seeds ${unknownSeeds.join(", ")})` : ""}, ${ops} client ops acknowledged`,
   );
 }
 process.exitCode = failures > 0 ? 1 : 0;

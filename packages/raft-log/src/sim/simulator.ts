@@ -49,7 +49,7 @@ export interface SimOptions {
   readonly maxNodes?: number;
   /** Ticks of the fault phase. Default 100. */
   readonly ticks?: number;
-  /** Step budget of the linearizability check. Default 200,000. */
+  /** Step budget of the linearizability check. Default 1,000,000. */
   readonly maxCheckSteps?: number;
   /**
    * Drops are silent (a datagram transport): no one is told that a message was lost, and
@@ -329,7 +329,7 @@ class Simulation {
     this.traceMessages = o.traceMessages ?? false;
     this.commitRule = o.commitRuleCheck ?? true;
     this.ticks = o.ticks ?? 100;
-    this.maxCheckSteps = o.maxCheckSteps ?? 200_000;
+    this.maxCheckSteps = o.maxCheckSteps ?? 1_000_000;
     const r = this.rnd;
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
     this.electionTick = pick([6, 8, 10]);
