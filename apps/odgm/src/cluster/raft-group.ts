@@ -218,7 +218,7 @@ export class RaftGroup<R> {
 
   /** The node this group currently follows (0: unknown). */
   get leader(): number {
-    return this.raft.status().lead;
+    return this.raft.lead;
   }
 
   get isLeader(): boolean {
@@ -251,7 +251,11 @@ export class RaftGroup<R> {
     } catch (err) {
       return Promise.reject(err);
     }
-    // The entry just appended is the log's last (status() would copy the whole progress).
+    return this.awaitProposal();
+  }
+
+  /** The outcome of the entry just appended: the log's last (read without copying status()). */
+  private awaitProposal(): Promise<ProposalResult<R>> {
     const index = this.raft.log.lastIndex();
     const term = this.raft.term;
     return new Promise((resolve, reject) => {
@@ -269,11 +273,7 @@ export class RaftGroup<R> {
     } catch (err) {
       return Promise.reject(err);
     }
-    const st = this.raft.status();
-    return new Promise((resolve, reject) => {
-      this.proposals.set(st.lastIndex, { term: st.term, resolve, reject });
-      this.kick();
-    });
+    return this.awaitProposal();
   }
 
   /** Asks the leader to hand over leadership to `nodeId`. */

@@ -14,7 +14,6 @@ import {
   RaftBatchAckSchema,
   RaftBatchSchema,
   type RaftEnvelope,
-  RaftEnvelopeSchema,
   RaftService,
 } from "@oprc/grpc-api";
 import type { Message } from "@oprc/raft-log";
@@ -292,7 +291,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       for (const m of messages) {
         if (!isWireMessage(m) || m.to === options.nodeId) continue;
         const p = peerOf(m.to);
-        p.queue.push(create(RaftEnvelopeSchema, { group, message: toWireMessage(m) }));
+        p.queue.push({ $typeName: "oprc.RaftEnvelope", group, message: toWireMessage(m) });
         p.bytes.push(sizeOf(m));
         if (p.queue.length > maxQueued) {
           p.queue.shift();

@@ -7,10 +7,8 @@ import {
   type RaftConfState,
   RaftConfStateSchema,
   type RaftEntry,
-  RaftEntrySchema,
   RaftEntryType,
   type RaftMessage,
-  RaftMessageSchema,
   RaftMessageType,
   RaftSnapshotSchema,
 } from "@oprc/grpc-api";
@@ -59,15 +57,18 @@ export function isWireMessage(m: Message): boolean {
 export function toWireMessage(m: Message): RaftMessage {
   const type = TO_WIRE.get(m.type);
   if (type === undefined) throw new RaftWireError(`message type ${m.type} is local`);
-  return create(RaftMessageSchema, {
+  // Literals, not create(): this runs for every message sent, and every field is set.
+  return {
+    $typeName: "oprc.RaftMessage",
     type,
     from: big(m.from),
     to: big(m.to),
     term: big(m.term),
     logTerm: big(m.logTerm),
     index: big(m.index),
-    entries: m.entries.map((e) =>
-      create(RaftEntrySchema, {
+    entries: m.entries.map(
+      (e): RaftEntry => ({
+        $typeName: "oprc.RaftEntry",
         index: big(e.index),
         term: big(e.term),
         type: e.type === "normal" ? RaftEntryType.NORMAL : RaftEntryType.CONF_CHANGE,
@@ -90,7 +91,7 @@ export function toWireMessage(m: Message): RaftMessage {
             data: m.snapshot.data,
           }),
         }),
-  });
+  };
 }
 
 function toWireConf(c: ConfState): RaftConfState {
