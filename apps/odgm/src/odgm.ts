@@ -438,7 +438,14 @@ export async function startOdgm(
             s.events?.queueLength ?? 0,
           );
         }
-        for (const st of clusterNode.status().groups) {
+        const cluster = clusterNode.status();
+        for (const t of cluster.transport) {
+          const peer = String(t.peer);
+          metrics.raftPeerMessages.set({ peer, outcome: "sent" }, t.messages);
+          metrics.raftPeerMessages.set({ peer, outcome: "dropped" }, t.dropped);
+          metrics.raftPeerBatches.set({ peer }, t.batches);
+        }
+        for (const st of cluster.groups) {
           metrics.raftTerm.set({ group: st.group }, st.term);
           metrics.raftLeader.set({ group: st.group }, st.role === "leader" ? 1 : 0);
           metrics.raftApplyLag.set({ group: st.group }, st.commit - st.applied);

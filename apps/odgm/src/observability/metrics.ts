@@ -53,6 +53,10 @@ export interface OdgmMetrics {
   readonly raftApplyLag: Gauge<"group">;
   /** Raft: snapshots sent (chunks) and installed by this node. */
   readonly raftSnapshots: Gauge<"group" | "direction">;
+  /** Raft messages to each peer since start, sent or dropped. */
+  readonly raftPeerMessages: Gauge<"peer" | "outcome">;
+  /** Batches written on the Raft stream to each peer since start. */
+  readonly raftPeerBatches: Gauge<"peer">;
   /** Requests this node passed to another node (proposals to a leader, reads through ReadIndex). */
   readonly raftForwarded: Counter<"kind">;
   /** Zenoh: 1 while the session to the router is open and declared, 0 while down (absent when Zenoh is off). */
@@ -275,6 +279,16 @@ export function createOdgmMetrics(): OdgmMetrics {
       "group",
       "direction",
     ]),
+    raftPeerMessages: g(
+      "odgm_raft_peer_messages",
+      "Raft messages to each peer since start: sent, or dropped (queue full, peer unreachable; Raft resends).",
+      ["peer", "outcome"],
+    ),
+    raftPeerBatches: g(
+      "odgm_raft_peer_batches",
+      "Batches written on the Raft stream to each peer since start (each carries the messages of every group bound for it).",
+      ["peer"],
+    ),
     raftForwarded: c(
       "odgm_raft_forwarded_total",
       "Requests passed to another node: proposals to the leader, reads confirmed by it.",
