@@ -8,9 +8,11 @@ import { FAST_MAX, varintSize, writeVarint } from "./proto-fast.js";
 
 const utf8 = new TextEncoder();
 
+const FAST_MAX_BIG = BigInt(FAST_MAX);
+
 /** A u64 the fast path writes as a number, or `undefined` when it must fall back. */
 function small(v: bigint): number | undefined {
-  return v >= 0n && v < BigInt(FAST_MAX) ? Number(v) : undefined;
+  return v >= 0n && v < FAST_MAX_BIG ? Number(v) : undefined;
 }
 
 /** An enum number written as a short varint (negative ones take ten bytes: protobuf-es). */

@@ -8,10 +8,19 @@
 import type { Entry } from "../types.js";
 import type { Message } from "./message.js";
 
-/** A message being built: `entries` is a private copy once something was appended to it. */
+/**
+ * A message being built: the first message of a run, plus what later ones added. Merged
+ * fields live here until the run ends, so a run of n messages makes one new message.
+ */
 interface Slot {
-  message: Message;
+  readonly message: Message;
+  merged: boolean;
+  /** `app_resp`: the highest acknowledged index. */
+  index: number;
+  commit: number;
+  /** `app`: a private copy of the entries once something was appended to them. */
   entries: Entry[] | undefined;
+  /** `app`: payload bytes of the entries (-1: not counted yet). */
   bytes: number;
 }
 
@@ -41,13 +50,22 @@ export function coalesceMessages(messages: readonly Message[], maxBytes: number)
   for (const m of messages) {
     const prev = lastTo.get(m.to);
     if (prev !== undefined && merge(prev, m, maxBytes)) continue;
-    const slot: Slot = { message: m, entries: undefined, bytes: -1 };
+    const slot: Slot = {
+      message: m,
+      merged: false,
+      index: m.index,
+      commit: m.commit,
+      entries: undefined,
+      bytes: -1,
+    };
     slots.push(slot);
     lastTo.set(m.to, slot);
   }
   if (slots.length === messages.length) return messages as Message[];
   return slots.map((s) =>
-    s.entries === undefined ? s.message : { ...s.message, entries: s.entries },
+    !s.merged
+      ? s.message
+      : { ...s.message, index: s.index, commit: s.commit, entries: s.entries ?? s.message.entries },
   );
 }
 
@@ -57,27 +75,25 @@ function merge(slot: Slot, m: Message, maxBytes: number): boolean {
   if (a.type !== m.type || a.term !== m.term || a.from !== m.from) return false;
   if (a.type === "app_resp") {
     if (a.reject || m.reject) return false;
-    slot.message = {
-      ...m,
-      index: Math.max(a.index, m.index),
-      commit: Math.max(a.commit, m.commit),
-    };
-    return true;
+    slot.index = Math.max(slot.index, m.index);
+  } else if (a.type === "app") {
+    const entries = slot.entries ?? a.entries;
+    const last = entries[entries.length - 1];
+    const lastIndex = last === undefined ? a.index : last.index;
+    const lastTerm = last === undefined ? a.logTerm : last.term;
+    if (m.index !== lastIndex || m.logTerm !== lastTerm) return false;
+    if (m.entries.length > 0) {
+      if (slot.bytes < 0) slot.bytes = entryBytes(entries);
+      const add = entryBytes(m.entries);
+      if (entries.length > 0 && slot.bytes + add > maxBytes) return false;
+      slot.entries ??= [...a.entries];
+      for (const e of m.entries) slot.entries.push(e);
+      slot.bytes += add;
+    }
+  } else {
+    return false;
   }
-  if (a.type !== "app") return false;
-  const entries = slot.entries ?? a.entries;
-  const last = entries[entries.length - 1];
-  const lastIndex = last === undefined ? a.index : last.index;
-  const lastTerm = last === undefined ? a.logTerm : last.term;
-  if (m.index !== lastIndex || m.logTerm !== lastTerm) return false;
-  if (m.entries.length > 0) {
-    if (slot.bytes < 0) slot.bytes = entryBytes(entries);
-    const add = entryBytes(m.entries);
-    if (entries.length > 0 && slot.bytes + add > maxBytes) return false;
-    slot.entries ??= [...a.entries];
-    for (const e of m.entries) slot.entries.push(e);
-    slot.bytes += add;
-  }
-  slot.message = { ...a, commit: Math.max(a.commit, m.commit) };
+  slot.commit = Math.max(slot.commit, m.commit);
+  slot.merged = true;
   return true;
 }
