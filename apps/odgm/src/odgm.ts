@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { setTimeout as delay } from "node:timers/promises";
 import { create, type DescService } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
@@ -53,6 +54,8 @@ import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 import type { ZenohService } from "./zenoh/zenoh-service.js";
 
+/** The path of the Raft stream peers keep open to a node (`oprc.RaftService/Stream`). */
+const RAFT_STREAM_PATH = `/${RaftService.typeName}/${RaftService.method.stream.name}`;
 /** Name of the shard holding the node's own records (collection registry). */
 const NODE_SHARD = "__odgm__";
 /** Collection created on first start when none is configured, so a new node is usable. */
@@ -482,6 +485,8 @@ export async function startOdgm(
       port: config.http.port,
       ...(tlsFiles === undefined ? {} : { tls: tlsFiles }),
       handler: tlsFiles?.ca === undefined ? handler : peersOnly(handler),
+      // The Raft stream a peer keeps open: it ends with the cluster node (see close).
+      longLived: (path) => path === RAFT_STREAM_PATH,
       onError: (err) => logger.debug({ err }, "connection error"),
       idleTimeoutMs: config.limits.idleTimeoutMs,
       headersTimeoutMs: config.limits.headersTimeoutMs,
@@ -594,9 +599,20 @@ export async function startOdgm(
           stopWatches.abort();
           await zenoh?.close();
           const grace = config.limits.shutdownTimeoutMs;
-          await server.close(grace);
+          const deadline = Date.now() + grace;
+          const serverClosed = server.close(grace);
+          // Raft keeps running while requests drain: a proposal in flight here still
+          // commits. Leadership moves first, so clients wait a round trip, not an election.
+          const { moved, kept } = await clusterNode.handOffLeadership(grace);
+          if (moved.length > 0) logger.info({ groups: moved }, "handed off leadership");
+          if (kept.length > 0) logger.info({ groups: kept }, "stopping while still leading");
+          const left = Math.max(0, deadline - Date.now());
+          await Promise.race([server.requestsDone(), delay(left, undefined, { ref: false })]);
+          // Then the Raft streams peers keep open to this node end with the cluster node,
+          // so the server's drain does not wait out its grace for them.
           closingCluster = true;
           await clusterNode.close();
+          await serverClosed;
           stopSampling.abort();
           await sampling;
           await stopCompaction();

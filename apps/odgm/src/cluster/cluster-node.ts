@@ -172,6 +172,8 @@ export class ClusterNode {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly transport;
+  /** Aborted when the node stops: ends the Raft streams peers opened to it. */
+  private readonly stopping = new AbortController();
 
   private constructor(
     private readonly o: ClusterNodeOptions,
@@ -235,6 +237,7 @@ export class ClusterNode {
       },
       onRejected: (err, from) =>
         this.o.logger.warn({ err, from }, "refused a malformed Raft message from a peer"),
+      stop: this.stopping.signal,
     });
     return {
       stream: receive.stream,
@@ -768,9 +771,67 @@ export class ClusterNode {
     };
   }
 
+  /**
+   * The first step of a graceful stop: hands the leadership of every group this node leads
+   * to its most caught-up other voter that answers (raft-log's leadership transfer), and waits until it
+   * has moved, `maxWaitMs` passed, or three election timeouts (raft-log abandons a transfer
+   * after one). Clients then see a leader change of a round trip or
+   * two instead of an election timeout. Raft keeps running meanwhile, so proposals already
+   * in flight here still commit and are answered. Returns the groups whose leadership moved,
+   * and those this node still leads (single-voter groups, groups whose other voters are
+   * silent, and transfers that did not finish in time).
+   */
+  async handOffLeadership(maxWaitMs: number): Promise<{ moved: string[]; kept: string[] }> {
+    const connected = new Set(
+      this.transport
+        .stats()
+        .filter((p) => p.connected)
+        .map((p) => p.peer),
+    );
+    const handing: { group: RaftGroup<unknown>; to: number }[] = [];
+    for (const g of this.groups.values()) {
+      if (!g.isLeader) continue;
+      const st = g.status();
+      let target = 0;
+      let best = -1;
+      for (const id of st.confState.voters) {
+        const match = st.match.get(id) ?? 0;
+        if (id !== this.nodeId && st.responsive.has(id) && connected.has(id) && match > best) {
+          target = id;
+          best = match;
+        }
+      }
+      if (target === 0) continue;
+      try {
+        g.transferLeader(target);
+        handing.push({ group: g, to: target });
+      } catch (err) {
+        this.o.logger.warn({ err, group: g.id }, "could not hand off leadership");
+      }
+    }
+    const deadline = Date.now() + Math.min(maxWaitMs, this.electionMs() * 3);
+    // A transfer is waited for while its group is led here, transferring, and its target
+    // connected (a target that stopped too cannot take over).
+    const waiting = () =>
+      handing.some(
+        ({ group, to }) =>
+          group.isLeader &&
+          group.status().leadTransferee === to &&
+          this.transport.stats().some((p) => p.peer === to && p.connected),
+      );
+    while (waiting() && Date.now() < deadline && !this.closed) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return {
+      moved: handing.filter(({ group }) => !group.isLeader).map(({ group }) => group.id),
+      kept: [...this.groups.values()].filter((g) => g.isLeader).map((g) => g.id),
+    };
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.stopping.abort();
     if (this.timer !== undefined) clearInterval(this.timer);
     this.transport.close();
     for (const p of this.peers.values()) p.session.abort();

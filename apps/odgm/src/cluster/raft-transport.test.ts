@@ -1,6 +1,6 @@
 // The Raft transport over real HTTP/2 on loopback: batching across groups on one long-lived
 // stream, malformed envelopes refused without failing the batch, an unreachable or stalled
-// peer reported and retried.
+// peer reported and retried, and the streams a stopping node ends.
 import { createServer, type Http2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
@@ -33,7 +33,7 @@ interface Received {
 
 async function node(
   id: number,
-  options: { stall?: boolean } = {},
+  options: { stall?: boolean; stop?: AbortSignal } = {},
 ): Promise<{
   url: string;
   got: Received[];
@@ -51,6 +51,7 @@ async function node(
       return group !== "unknown";
     },
     onRejected: (err) => rejected.push(err),
+    ...(options.stop === undefined ? {} : { stop: options.stop }),
   });
   const out = { url: "", got, rejected, calls, streams: 0 };
   const handler = connectNodeAdapter({
@@ -185,5 +186,28 @@ describe("raft transport", () => {
     // After the backoff the transport opens a new stream (on a new connection).
     t.send("g/0", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 })]);
     await until(() => stalled.streams > 1);
+  });
+
+  it("ends the streams peers keep open when the node stops; the peer counts it unreachable", async () => {
+    const stopping = new AbortController();
+    const peer = await node(2, { stop: stopping.signal });
+    const unreachable: string[][] = [];
+    const t = createRaftTransport({
+      nodeId: 1,
+      addressOf: (p) => (p === 2 ? peer.url : undefined),
+      onUnreachable: (_, groups) => unreachable.push([...groups]),
+    });
+    transports.push(t);
+    t.send("c/0", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 })]);
+    await until(() => peer.got.length === 1);
+    expect(t.stats()[0]).toMatchObject({ connected: true, failures: 0 });
+    stopping.abort();
+    await until(() => (t.stats()[0]?.failures ?? 0) >= 1);
+    expect(t.stats()[0]?.connected).toBe(false);
+    expect(unreachable[0]).toEqual(["c/0"]);
+    // A stream opened after the stop ends at once too: nothing more is delivered.
+    t.send("c/0", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 })]);
+    await until(() => (t.stats()[0]?.failures ?? 0) >= 2);
+    expect(peer.got.length).toBe(1);
   });
 });

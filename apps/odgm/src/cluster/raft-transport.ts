@@ -75,6 +75,8 @@ export interface PeerTransportStats {
   readonly queued: number;
   /** Streams opened to the peer. */
   readonly streams: number;
+  /** The last batch went onto an open stream, and no stream failed since. */
+  readonly connected: boolean;
 }
 
 /** The sending half of the transport. */
@@ -115,6 +117,7 @@ interface Peer {
   failures: number;
   dropped: number;
   streams: number;
+  connected: boolean;
 }
 
 function sizeOf(m: Message): number {
@@ -151,6 +154,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         failures: 0,
         dropped: 0,
         streams: 0,
+        connected: false,
       };
       peers.set(id, p);
     }
@@ -183,6 +187,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
   const fail = (p: Peer, s: PeerStream, err: unknown): void => {
     if (closed || p.stream !== s) return;
     p.stream = undefined;
+    p.connected = false;
     s.input.close(err);
     // The next stream starts on a fresh connection (the old one may be the stalled one).
     p.session?.abort();
@@ -271,6 +276,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
           clearTimeout(stalled);
           if (p.stream !== s) return;
           s.writing = 0;
+          p.connected = true;
           p.batches++;
           p.messages += envelopes.length;
           p.backoffMs = 0;
@@ -322,6 +328,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         dropped: p.dropped,
         queued: p.queue.length,
         streams: p.streams,
+        connected: p.connected,
       })),
     close() {
       closed = true;
@@ -343,6 +350,11 @@ export interface RaftServiceOptions {
   readonly deliver: (group: string, message: Message) => boolean;
   /** Told of every message refused as malformed (it is dropped; the node keeps serving). */
   readonly onRejected: (err: unknown, fromNode: number) => void;
+  /**
+   * Ends every open `Stream` call (and any opened later) when aborted: the node is stopping.
+   * Its peers see the stream end, count this node unreachable, and reconnect with backoff.
+   */
+  readonly stop?: AbortSignal;
 }
 
 /** The receiving half: the `Stream` method of `oprc.RaftService`, and one batch's delivery. */
@@ -380,8 +392,30 @@ export function createRaftServiceImpl(options: RaftServiceOptions): {
     receive,
     async stream(requests) {
       const unknown = new Set<string>();
-      for await (const req of requests) {
-        for (const g of receive(req).unknownGroups) unknown.add(g);
+      const signal = options.stop;
+      const consume = (async () => {
+        for await (const req of requests) {
+          // Nothing is delivered once the node stops, whatever is still on the way.
+          if (signal?.aborted === true) break;
+          for (const g of receive(req).unknownGroups) unknown.add(g);
+        }
+      })();
+      if (signal === undefined) await consume;
+      else {
+        // One race per stream (not per batch): stopping answers the call, which ends the
+        // stream and with it the read still waiting on it.
+        let onAbort = (): void => {};
+        const stopped = new Promise<void>((resolve) => {
+          onAbort = resolve;
+          if (signal.aborted) resolve();
+          else signal.addEventListener("abort", onAbort, { once: true });
+        });
+        try {
+          await Promise.race([consume, stopped]);
+        } finally {
+          signal.removeEventListener("abort", onAbort);
+          if (signal.aborted) consume.catch(() => undefined);
+        }
       }
       return create(RaftBatchAckSchema, { unknownGroups: [...unknown] });
     },

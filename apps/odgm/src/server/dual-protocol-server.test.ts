@@ -130,6 +130,41 @@ describe("dual-protocol server", () => {
     idle.destroy();
   });
 
+  it("requestsDone() waits for requests in flight on both protocols, but not long-lived ones", async () => {
+    const held: (() => void)[] = [];
+    server = await createDualProtocolServer({
+      host: "127.0.0.1",
+      port: 0,
+      longLived: (path) => path === "/stream",
+      handler: (req, res) => {
+        // "/stream" is never answered while the test runs; the rest when released.
+        if (req.url === "/stream") return;
+        held.push(() => res.end("done"));
+      },
+    });
+    const port = server.address.port;
+    await server.requestsDone();
+    const client = http2.connect(`http://127.0.0.1:${port}`);
+    const stream = client.request({ ":path": "/stream", ":method": "POST" });
+    const h2 = h2Get(port, "/h2");
+    const h1 = h1Get(port, "/h1");
+    for (let i = 0; i < 200 && held.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(held.length).toBe(2);
+    let done = false;
+    const drained = server.requestsDone().then(() => {
+      done = true;
+    });
+    held[0]?.();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(done).toBe(false);
+    held[1]?.();
+    await drained;
+    expect(await Promise.all([h2, h1])).toEqual(["done", "done"]);
+    expect(stream.closed).toBe(false);
+    stream.close();
+    client.close();
+  });
+
   it("close() ends idle HTTP/1.1 keep-alive sockets at once and busy ones after their response", async () => {
     let release: (() => void) | undefined;
     server = await createDualProtocolServer({

@@ -41,6 +41,11 @@ export interface DualProtocolServerOptions {
    */
   readonly maxConcurrentStreams?: number;
   /**
+   * Requests that never end by themselves (the Raft stream a peer keeps open), by path:
+   * {@link DualProtocolServer.requestsDone} does not wait for them.
+   */
+  readonly longLived?: (path: string) => boolean;
+  /**
    * Serve TLS instead of cleartext: HTTP/2 and HTTP/1.1 on the same port, chosen by ALPN.
    * PEM certificate chain and private key.
    */
@@ -91,6 +96,11 @@ export interface DualProtocolServer {
    * destroys whatever is still open after `graceMs`.
    */
   close(graceMs?: number): Promise<void>;
+  /**
+   * Resolves once no request is in flight but the {@link DualProtocolServerOptions.longLived}
+   * ones (at once when none is). What a graceful stop waits for before it ends those.
+   */
+  requestsDone(): Promise<void>;
 }
 
 /** The HTTP/2 connection preface every prior-knowledge h2c client sends first (RFC 9113 §3.4). */
@@ -113,7 +123,24 @@ export async function createDualProtocolServer(
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   const headersTimeoutMs = options.headersTimeoutMs ?? 10_000;
   const pingTimeoutMs = options.pingTimeoutMs ?? 10_000;
-  const h1 = http.createServer({ keepAliveTimeout: 5_000 }, options.handler);
+  // Requests in flight on either protocol, but the long-lived ones (see requestsDone).
+  let active = 0;
+  let whenDone: (() => void)[] = [];
+  const release = (): void => {
+    if (--active > 0) return;
+    const done = whenDone;
+    whenDone = [];
+    for (const f of done) f();
+  };
+  const longLived = options.longLived;
+  const handler: DualRequestHandler = (req, res) => {
+    if (longLived === undefined || !longLived(req.url ?? "")) {
+      active++;
+      res.once("close", release);
+    }
+    options.handler(req, res);
+  };
+  const h1 = http.createServer({ keepAliveTimeout: 5_000 }, handler);
   const h2 = http2.createServer(
     {
       settings: {
@@ -121,7 +148,7 @@ export async function createDualProtocolServer(
       },
       maxSessionMemory: MAX_SESSION_MEMORY_MB,
     },
-    options.handler,
+    handler,
   );
   const sockets = new Set<Socket>();
   /** Sockets still being sniffed: no protocol, no request, safe to drop on close. */
@@ -278,6 +305,9 @@ export async function createDualProtocolServer(
     setTls(files) {
       if (!(tcp instanceof tls.Server)) throw new Error("this server does not serve TLS");
       tcp.setSecureContext(secureOptions(files));
+    },
+    requestsDone() {
+      return active === 0 ? Promise.resolve() : new Promise((resolve) => whenDone.push(resolve));
     },
     async close(graceMs = 10_000): Promise<void> {
       closing = true;

@@ -127,6 +127,11 @@ export interface RaftStatus {
   readonly confState: ConfState;
   /** Leader only: match index per peer. */
   readonly match: ReadonlyMap<number, number>;
+  /**
+   * Leader only: the peers that answered a heartbeat sent within the last election timeout
+   * (the horizon {@link Raft.leaseValid} uses): the ones a leadership transfer can reach.
+   */
+  readonly responsive: ReadonlySet<number>;
 }
 
 type CampaignType = "pre_election" | "election" | "transfer";
@@ -339,7 +344,14 @@ export class Raft {
   /** Current state. */
   status(): RaftStatus {
     const match = new Map<number, number>();
-    if (this.role === "leader") for (const [id, pr] of this.trk.progress) match.set(id, pr.match);
+    const responsive = new Set<number>();
+    if (this.role === "leader") {
+      const horizon = this.ticks - this.electionTimeout + 1;
+      for (const [id, pr] of this.trk.progress) {
+        match.set(id, pr.match);
+        if (id !== this.id && pr.lastHeardTick >= horizon) responsive.add(id);
+      }
+    }
     return {
       id: this.id,
       role: this.role,
@@ -355,6 +367,7 @@ export class Raft {
       electionTimeout: this.randomizedElectionTimeout,
       confState: this.trk.confState(),
       match,
+      responsive,
     };
   }
 

@@ -191,6 +191,23 @@ describe("reads and leader transfer (scenario 42)", () => {
     expect(refused).toBeGreaterThan(0);
   });
 
+  it("status().responsive: the peers that answered within an election timeout (transfer targets)", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    nt.tick(1);
+    nt.stabilize();
+    expect([...nt.raft(1).status().responsive].sort()).toEqual([2, 3]);
+    nt.isolate(3);
+    for (let t = 0; t < T; t++) {
+      nt.tick(1);
+      nt.stabilize();
+    }
+    expect(nt.raft(1).role).toBe("leader");
+    expect([...nt.raft(1).status().responsive]).toEqual([2]);
+    // Only a leader hears answers.
+    expect(nt.raft(2).status().responsive.size).toBe(0);
+  });
+
   it("scenario 42d: leader transfer — up to date, slow follower, proposals rejected, timeout", () => {
     const nt = new Network([1, 2, 3]);
     nt.campaign(1);
