@@ -21,7 +21,7 @@ import { grpcClient } from "./clients.js";
 import { parseGrpcLoad } from "./generator-output.js";
 import { fmtLoad, machineInfo } from "./machine.js";
 import { checkComm, odgmBin, odgmListing } from "./odgm-bin.js";
-import { processCpuUs } from "./proc-stat.js";
+import { processCpuUs, type ThreadCpu, threadCpu, threadCpuDelta } from "./proc-stat.js";
 import { type Child, killAllChildren, startChild } from "./processes.js";
 import { freePort } from "./redis.js";
 import { percentile, permutation } from "./stats.js";
@@ -40,6 +40,8 @@ const { values: args } = parseArgs({
     // profiles of the three-node cluster's members into a directory (`node --cpu-prof`).
     only: { type: "string" },
     "cpu-prof": { type: "string" },
+    // Where each member's CPU went in every window: µs per write by thread name, user/system.
+    threads: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -237,6 +239,9 @@ async function grpcLoad(o: {
   let cpuA = Number.NaN;
   let cpuB = Number.NaN;
   const cpu = (): number => o.pids.reduce((s, pid) => s + processCpuUs(pid), 0);
+  let threadsA: Map<number, ThreadCpu>[] = [];
+  let threadsB: Map<number, ThreadCpu>[] = [];
+  const threads = (): Map<number, ThreadCpu>[] => (args.threads ? o.pids.map(threadCpu) : []);
   const out = await runTool(
     o.bin,
     [
@@ -249,8 +254,13 @@ async function grpcLoad(o: {
     {
       timeoutMs: 660_000,
       onLine: (l) => {
-        if (l === "window-start") cpuA = cpu();
-        else if (l === "window-end") cpuB = cpu();
+        if (l === "window-start") {
+          cpuA = cpu();
+          threadsA = threads();
+        } else if (l === "window-end") {
+          cpuB = cpu();
+          threadsB = threads();
+        }
       },
     },
   );
@@ -263,6 +273,16 @@ async function grpcLoad(o: {
   const c1 = await o.counter();
   if (c1 - c0 !== r.ok_total) {
     throw new Error(`the server counted ${c1 - c0} writes, grpc-load ${r.ok_total} successes`);
+  }
+  for (const [i, pid] of o.pids.entries()) {
+    const a = threadsA[i];
+    const b = threadsB[i];
+    if (a === undefined || b === undefined || r.window_ok === 0) continue;
+    const rows = threadCpuDelta(pid, a, b).map(
+      (t) =>
+        `${t.comm}×${t.threads} ${(t.userUs / r.window_ok).toFixed(0)}u+${(t.systemUs / r.window_ok).toFixed(0)}s`,
+    );
+    log(`  pid ${pid} µs/write by thread: ${rows.join(", ")}`);
   }
   return {
     rps: r.rps,

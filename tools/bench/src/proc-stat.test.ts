@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { parseProcStat, processCpuUs, readProcStat, ticksToUs } from "./proc-stat.js";
+import {
+  parseProcStat,
+  processCpuUs,
+  readProcStat,
+  threadCpu,
+  threadCpuDelta,
+  ticksToUs,
+} from "./proc-stat.js";
 
 // A real /proc/<pid>/stat line (of `cat`), with utime..cstime and rss edited to known values.
 const LINE =
@@ -26,6 +33,29 @@ describe("parseProcStat", () => {
   });
 });
 
+describe("threadCpuDelta", () => {
+  const t = (tid: number, comm: string, userUs: number, systemUs: number) =>
+    [tid, { tid, comm, userUs, systemUs }] as const;
+  it("sums what each thread name spent between samples, names the main thread, drops idle ones", () => {
+    const before = new Map([
+      t(10, "node", 100, 50),
+      t(11, "node", 0, 0),
+      t(12, "libuv-worker", 5, 5),
+    ]);
+    const after = new Map([
+      t(10, "node", 400, 80),
+      t(11, "node", 20, 10),
+      t(12, "libuv-worker", 5, 5),
+      // a thread started within the window: all its time counts
+      t(13, "node", 30, 0),
+    ]);
+    expect(threadCpuDelta(10, before, after)).toEqual([
+      { comm: "main", threads: 1, userUs: 300, systemUs: 30 },
+      { comm: "node", threads: 2, userUs: 50, systemUs: 10 },
+    ]);
+  });
+});
+
 describe("ticksToUs", () => {
   it("converts clock ticks to microseconds", () => {
     expect(ticksToUs(150, 100)).toBe(1_500_000);
@@ -38,5 +68,7 @@ describe("reading /proc (Linux)", () => {
     expect(readProcStat(process.pid)?.comm.length).toBeGreaterThan(0);
     expect(processCpuUs(process.pid)).toBeGreaterThanOrEqual(0);
     expect(Number.isNaN(processCpuUs(2 ** 30))).toBe(true);
+    expect(threadCpu(process.pid).get(process.pid)?.comm.length).toBeGreaterThan(0);
+    expect(threadCpu(2 ** 30).size).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 // CPU time and memory of a process from /proc/<pid>/stat (Linux), for the writes benchmark.
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** The /proc/<pid>/stat fields the benchmark uses, in clock ticks (and pages for RSS). */
 export interface ProcStat {
@@ -91,4 +91,62 @@ export function processCpuUs(pid: number): number {
 export function reapedChildrenCpuUs(): number {
   const s = readProcStat("self");
   return s === undefined ? Number.NaN : ticksToUs(s.cutime + s.cstime);
+}
+
+/** CPU of one thread of a process over a window: user and system µs. */
+export interface ThreadCpu {
+  readonly tid: number;
+  readonly comm: string;
+  readonly userUs: number;
+  readonly systemUs: number;
+}
+
+/** User and system CPU (µs) of every live thread of `pid`, by thread id (empty when gone). */
+export function threadCpu(pid: number): Map<number, ThreadCpu> {
+  const out = new Map<number, ThreadCpu>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tids) {
+    try {
+      const s = parseProcStat(readFileSync(`/proc/${pid}/task/${t}/stat`, "latin1"));
+      const tid = Number(t);
+      out.set(tid, { tid, comm: s.comm, userUs: ticksToUs(s.utime), systemUs: ticksToUs(s.stime) });
+    } catch {
+      // the thread exited between listing and reading
+    }
+  }
+  return out;
+}
+
+/**
+ * What each thread of a process spent between two {@link threadCpu} samples, summed by
+ * thread name and sorted by total, largest first (threads that did not run are left out).
+ * The main thread (thread id = `pid`) is named `main`.
+ */
+export function threadCpuDelta(
+  pid: number,
+  before: ReadonlyMap<number, ThreadCpu>,
+  after: ReadonlyMap<number, ThreadCpu>,
+): { comm: string; threads: number; userUs: number; systemUs: number }[] {
+  const byName = new Map<
+    string,
+    { comm: string; threads: number; userUs: number; systemUs: number }
+  >();
+  for (const [tid, a] of after) {
+    const b = before.get(tid);
+    const userUs = a.userUs - (b?.userUs ?? 0);
+    const systemUs = a.systemUs - (b?.systemUs ?? 0);
+    if (userUs + systemUs <= 0) continue;
+    const comm = tid === pid ? "main" : a.comm;
+    const row = byName.get(comm) ?? { comm, threads: 0, userUs: 0, systemUs: 0 };
+    row.threads += 1;
+    row.userUs += userUs;
+    row.systemUs += systemUs;
+    byName.set(comm, row);
+  }
+  return [...byName.values()].sort((x, y) => y.userUs + y.systemUs - (x.userUs + x.systemUs));
 }
