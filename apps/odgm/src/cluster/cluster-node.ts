@@ -778,8 +778,9 @@ export class ClusterNode {
    * after one). Clients then see a leader change of a round trip or
    * two instead of an election timeout. Raft keeps running meanwhile, so proposals already
    * in flight here still commit and are answered. Returns the groups whose leadership moved,
-   * and those this node still leads (single-voter groups, groups whose other voters are
-   * silent, and transfers that did not finish in time).
+   * and those this node still leads although they have other voters (voters that are silent,
+   * and transfers that did not finish in time); a group whose only voter is this node is in
+   * neither list.
    */
   async handOffLeadership(maxWaitMs: number): Promise<{ moved: string[]; kept: string[] }> {
     const connected = new Set(
@@ -824,7 +825,9 @@ export class ClusterNode {
     }
     return {
       moved: handing.filter(({ group }) => !group.isLeader).map(({ group }) => group.id),
-      kept: [...this.groups.values()].filter((g) => g.isLeader).map((g) => g.id),
+      kept: [...this.groups.values()]
+        .filter((g) => g.isLeader && g.status().confState.voters.some((v) => v !== this.nodeId))
+        .map((g) => g.id),
     };
   }
 
