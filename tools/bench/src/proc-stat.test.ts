@@ -35,7 +35,7 @@ describe("parseProcStat", () => {
 
 describe("threadCpuDelta", () => {
   const t = (tid: number, comm: string, userUs: number, systemUs: number) =>
-    [tid, { tid, comm, userUs, systemUs }] as const;
+    [tid, { comm, userUs, systemUs }] as const;
   it("sums what each thread name spent between samples, names the main thread, drops idle ones", () => {
     const before = new Map([
       t(10, "node", 100, 50),

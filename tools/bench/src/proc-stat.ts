@@ -70,8 +70,13 @@ export function ticksToUs(t: number, hz: number = clockTicks()): number {
 
 /** `/proc/<pid>/stat` of a live process, parsed; `undefined` when it is gone. */
 export function readProcStat(pid: number | "self"): ProcStat | undefined {
+  return readStatFile(`/proc/${pid}/stat`);
+}
+
+/** A stat file (of a process or of one of its threads), parsed; `undefined` when it is gone. */
+function readStatFile(file: string): ProcStat | undefined {
   try {
-    return parseProcStat(readFileSync(`/proc/${pid}/stat`, "latin1"));
+    return parseProcStat(readFileSync(file, "latin1"));
   } catch {
     return undefined;
   }
@@ -93,12 +98,19 @@ export function reapedChildrenCpuUs(): number {
   return s === undefined ? Number.NaN : ticksToUs(s.cutime + s.cstime);
 }
 
-/** CPU of one thread of a process over a window: user and system µs. */
+/** CPU a thread has used so far: user and system µs. */
 export interface ThreadCpu {
-  readonly tid: number;
   readonly comm: string;
   readonly userUs: number;
   readonly systemUs: number;
+}
+
+/** What the threads of one name spent between two samples. */
+export interface ThreadCpuRow {
+  readonly comm: string;
+  threads: number;
+  userUs: number;
+  systemUs: number;
 }
 
 /** User and system CPU (µs) of every live thread of `pid`, by thread id (empty when gone). */
@@ -111,13 +123,14 @@ export function threadCpu(pid: number): Map<number, ThreadCpu> {
     return out;
   }
   for (const t of tids) {
-    try {
-      const s = parseProcStat(readFileSync(`/proc/${pid}/task/${t}/stat`, "latin1"));
-      const tid = Number(t);
-      out.set(tid, { tid, comm: s.comm, userUs: ticksToUs(s.utime), systemUs: ticksToUs(s.stime) });
-    } catch {
-      // the thread exited between listing and reading
-    }
+    // undefined: the thread exited between listing and reading
+    const s = readStatFile(`/proc/${pid}/task/${t}/stat`);
+    if (s !== undefined)
+      out.set(Number(t), {
+        comm: s.comm,
+        userUs: ticksToUs(s.utime),
+        systemUs: ticksToUs(s.stime),
+      });
   }
   return out;
 }
@@ -131,11 +144,8 @@ export function threadCpuDelta(
   pid: number,
   before: ReadonlyMap<number, ThreadCpu>,
   after: ReadonlyMap<number, ThreadCpu>,
-): { comm: string; threads: number; userUs: number; systemUs: number }[] {
-  const byName = new Map<
-    string,
-    { comm: string; threads: number; userUs: number; systemUs: number }
-  >();
+): ThreadCpuRow[] {
+  const byName = new Map<string, ThreadCpuRow>();
   for (const [tid, a] of after) {
     const b = before.get(tid);
     const userUs = a.userUs - (b?.userUs ?? 0);

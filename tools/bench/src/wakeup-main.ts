@@ -5,9 +5,9 @@
 // of a small message to a worker thread (postMessage, as the RocksDB write worker) and to a
 // child process over loopback TCP (as a Raft peer), sent back to back (the baseline: the
 // other side is still running) and after the sender slept 1 or 5 ms (the other side parked).
-// Each figure is reported as a ratio to the back-to-back round trip of the same run. For the
-// worker, the postMessage call itself is timed too: waking a parked thread is paid partly by
-// the sender, synchronously.
+// Each figure is reported as a ratio to the back-to-back round trip of the same run. The send
+// call itself (postMessage, socket write) is timed too: waking a parked receiver is paid
+// partly by the sender, synchronously.
 import { type ChildProcess, spawn } from "node:child_process";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -25,11 +25,20 @@ const ROUNDS = Number(args.rounds ?? 3);
 if (!(SAMPLES >= 10 && ROUNDS >= 1)) throw new Error("bad --samples/--rounds");
 const GAPS_MS = [0, 1, 5];
 
-/** One request/answer round trip; resolves when the answer is back. */
-type RoundTrip = () => Promise<void>;
+/**
+ * One request/answer round trip; resolves when the whole answer is back, with how long the
+ * send call itself took (µs): waking a parked receiver is paid partly by the sender.
+ */
+type RoundTrip = () => Promise<number>;
 
-/** How long each worker `postMessage` call itself took, µs (the sender's share of a wake-up). */
-let postCalls: number[] = [];
+const MESSAGE_BYTES = 128;
+
+/** Times the synchronous send `send()`; returns µs. */
+function timed(send: () => void): number {
+  const t0 = performance.now();
+  send();
+  return (performance.now() - t0) * 1000;
+}
 
 function workerRoundTrip(): { rt: RoundTrip; close(): Promise<number> } {
   const w = new Worker(
@@ -40,14 +49,15 @@ function workerRoundTrip(): { rt: RoundTrip; close(): Promise<number> } {
   let answer: () => void = () => undefined;
   w.on("message", () => answer());
   return {
-    rt: () =>
-      new Promise((resolve) => {
+    rt: async () => {
+      const answered = new Promise<void>((resolve) => {
         answer = resolve;
-        const buf = new Uint8Array(128);
-        const t0 = performance.now();
-        w.postMessage({ id: 1, buf: buf.buffer }, [buf.buffer]);
-        postCalls.push((performance.now() - t0) * 1000);
-      }),
+      });
+      const buf = new Uint8Array(MESSAGE_BYTES);
+      const sendUs = timed(() => w.postMessage({ id: 1, buf: buf.buffer }, [buf.buffer]));
+      await answered;
+      return sendUs;
+    },
     close: () => w.terminate(),
   };
 }
@@ -70,15 +80,24 @@ async function processRoundTrip(): Promise<{ rt: RoundTrip; close(): void }> {
   const sock = net.connect(port, "127.0.0.1");
   sock.setNoDelay(true);
   await new Promise<void>((resolve) => sock.once("connect", () => resolve()));
+  // The echo may arrive in pieces: a round trip ends with its last byte.
+  let missing = 0;
   let answer: () => void = () => undefined;
-  sock.on("data", () => answer());
-  const msg = Buffer.alloc(128, 1);
+  sock.on("data", (d: Buffer) => {
+    missing -= d.length;
+    if (missing <= 0) answer();
+  });
+  const msg = Buffer.alloc(MESSAGE_BYTES, 1);
   return {
-    rt: () =>
-      new Promise((resolve) => {
+    rt: async () => {
+      const answered = new Promise<void>((resolve) => {
         answer = resolve;
-        sock.write(msg);
-      }),
+      });
+      missing = MESSAGE_BYTES;
+      const sendUs = timed(() => sock.write(msg));
+      await answered;
+      return sendUs;
+    },
     close: () => {
       sock.destroy();
       child.kill();
@@ -86,17 +105,18 @@ async function processRoundTrip(): Promise<{ rt: RoundTrip; close(): void }> {
   };
 }
 
-/** Round trips in µs, each after sleeping `gapMs` (0: back to back). */
-async function sample(rt: RoundTrip, gapMs: number): Promise<number[]> {
+/** Round trips and send calls in µs, each round trip after sleeping `gapMs` (0: back to back). */
+async function sample(rt: RoundTrip, gapMs: number): Promise<{ rtt: number[]; send: number[] }> {
   for (let i = 0; i < 100; i++) await rt(); // warm up
-  const out: number[] = [];
+  const rtt: number[] = [];
+  const send: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     if (gapMs > 0) await sleep(gapMs);
     const t0 = performance.now();
-    await rt();
-    out.push((performance.now() - t0) * 1000);
+    send.push(await rt());
+    rtt.push((performance.now() - t0) * 1000);
   }
-  return out;
+  return { rtt, send };
 }
 
 async function main(): Promise<void> {
@@ -109,26 +129,26 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   try {
     for (const hop of hops) {
-      const p50s = new Map<number, number[]>(GAPS_MS.map((g) => [g, []]));
-      const p90s = new Map<number, number[]>(GAPS_MS.map((g) => [g, []]));
-      const callP50s = new Map<number, number[]>(GAPS_MS.map((g) => [g, []]));
+      // Per gap, each round's p50 and p90 round trip and p50 send call; the median over rounds.
+      const perRound = new Map<number, Record<"p50" | "p90" | "send", number[]>>(
+        GAPS_MS.map((g) => [g, { p50: [], p90: [], send: [] }]),
+      );
       for (let round = 0; round < ROUNDS; round++) {
         for (const gap of GAPS_MS) {
-          postCalls = [];
-          const s = await sample(hop.rt, gap);
-          p50s.get(gap)?.push(percentile(s, 50));
-          p90s.get(gap)?.push(percentile(s, 90));
-          // the measured samples' calls (the warm-up's come first)
-          callP50s.get(gap)?.push(percentile(postCalls.slice(-SAMPLES), 50));
+          const { rtt, send } = await sample(hop.rt, gap);
+          const cell = perRound.get(gap);
+          cell?.p50.push(percentile(rtt, 50));
+          cell?.p90.push(percentile(rtt, 90));
+          cell?.send.push(percentile(send, 50));
         }
       }
-      const base = percentile(p50s.get(0) ?? [], 50);
+      const median = (gap: number, k: "p50" | "p90" | "send"): number =>
+        percentile(perRound.get(gap)?.[k] ?? [], 50);
+      const base = median(0, "p50");
       for (const gap of GAPS_MS) {
-        const p50 = percentile(p50s.get(gap) ?? [], 50);
-        const p90 = percentile(p90s.get(gap) ?? [], 50);
-        const call = percentile(callP50s.get(gap) ?? [], 50);
+        const p50 = median(gap, "p50");
         rows.push(
-          `| ${hop.name} | ${gap === 0 ? "back to back" : `after ${gap} ms idle`} | ${p50.toFixed(0)} | ${p90.toFixed(0)} | ${(p50 / base).toFixed(2)}× | ${Number.isNaN(call) ? "" : call.toFixed(0)} |`,
+          `| ${hop.name} | ${gap === 0 ? "back to back" : `after ${gap} ms idle`} | ${p50.toFixed(0)} | ${median(gap, "p90").toFixed(0)} | ${(p50 / base).toFixed(2)}× | ${median(gap, "send").toFixed(0)} |`,
         );
       }
     }
@@ -140,7 +160,7 @@ async function main(): Promise<void> {
     [
       `bench:wakeup: ${SAMPLES} round trips per cell, median of ${ROUNDS} rounds, node ${process.version}`,
       "",
-      "| hop | sent | p50 µs | p90 µs | p50 / back to back | postMessage call p50 µs |",
+      "| hop | sent | p50 µs | p90 µs | p50 / back to back | send call p50 µs |",
       "|---|---|---:|---:|---:|---:|",
       ...rows,
       "",
