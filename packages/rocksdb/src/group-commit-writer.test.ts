@@ -109,23 +109,90 @@ describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (w
 
 describe("the write worker", () => {
   it("keeps nothing of a batch once it is written", async () => {
-    // Each batch is sent to the worker in its own buffer; 3,000 batches of 64 KiB. A worker
+    // Each batch is sent to the worker in its own buffer; 384 batches of 512 KiB. A worker
     // that keeps its batches referenced (it did: the binding's public put records every
     // operation and only its asynchronous close lets go of the batch) holds all 192 MiB;
     // one that lets go holds what its next garbage collection frees (up to ~40 MiB seen).
     const db = await fresh({ writeThread: "worker" });
-    const value = new Uint8Array(64 * 1024).fill(7);
-    for (let i = 0; i < 3_000; i++) {
+    // 512 KiB: above the size written inline, so every batch goes to the worker.
+    const value = new Uint8Array(512 * 1024).fill(7);
+    for (let i = 0; i < 384; i++) {
       await db.writer.write([{ column: "a", type: "put", key: enc.encode(`k${i % 4}`), value }], {
         sync: false,
       });
     }
+    expect(db.writer.stats().inlineBatches).toBe(0);
     const heap = await db.writer.workerHeap();
     expect(heap).toBeDefined();
     expect(heap?.externalBytes).toBeLessThan(96 * 1024 * 1024);
     expect(heap?.usedBytes).toBeLessThan(64 * 1024 * 1024);
     await db.close();
     expect(await db.writer.workerHeap()).toBeUndefined();
+  });
+
+  it("writes small unsynced batches on the calling thread, in order with the worker's", async () => {
+    const db = await fresh({ writeThread: "worker" });
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < 200; i++) {
+      // Alternating waves: synced (worker) and unsynced (inline) groups, one key.
+      writes.push(
+        db.writer.write([put("a", "k", `v${i}`)], { sync: Math.floor(i / 10) % 2 === 0 }),
+      );
+      if (i % 10 === 9) await Promise.all(writes.splice(0));
+    }
+    const big = new Uint8Array(300 * 1024).fill(1);
+    await db.writer.write([{ column: "b", type: "put", key: enc.encode("big"), value: big }], {
+      sync: false,
+    });
+    const s = db.writer.stats();
+    expect(s.batches).toBe(21);
+    expect(s.syncedBatches).toBe(10);
+    // The ten unsynced waves went inline; the 300 KiB unsynced batch went to the worker.
+    expect(s.inlineBatches).toBe(10);
+    const [a] = await db.db.getMany([enc.encode("k")], { column: db.column("a") });
+    expect(dec.decode(a)).toBe("v199");
+    const [b] = await db.db.getMany([enc.encode("big")], { column: db.column("b") });
+    expect(b?.length).toBe(big.length);
+  });
+
+  it("sends unsynced batches to the worker while RocksDB reports a stall, or when told to", async () => {
+    const base = await fresh({ writeThread: "main" });
+    const { createGroupCommitWriter, bindingModulePath } = await import("./index.js");
+    const access = {
+      handle: (base.db as unknown as { handle: bigint }).handle,
+      modulePath: bindingModulePath() as string,
+    };
+    let stopped = "1";
+    // The real database, reporting writes stopped (a stall cannot be made on demand here).
+    const stalling = new Proxy(base.db, {
+      get: (t, p) =>
+        p === "getProperty"
+          ? (name: string) => (name === "rocksdb.is-write-stopped" ? stopped : t.getProperty(name))
+          : Reflect.get(t, p),
+    });
+    const writer = await createGroupCommitWriter({ db: stalling, columns: ["a"], access });
+    await writer.write([put("a", "s1", "x")], { sync: false });
+    expect(writer.stats()).toMatchObject({ batches: 1, inlineBatches: 0 });
+    stopped = "0";
+    await writer.write([put("a", "s2", "x")], { sync: false });
+    expect(writer.stats()).toMatchObject({ batches: 2, inlineBatches: 1 });
+    await writer.close();
+    const never = await createGroupCommitWriter({
+      db: base.db,
+      columns: ["a"],
+      access,
+      inlineUnsyncedBytes: 0,
+    });
+    await never.write([put("a", "s3", "x")], { sync: false });
+    expect(never.stats()).toMatchObject({ batches: 1, inlineBatches: 0 });
+    await never.close();
+    const got = await base.db.getMany(
+      ["s1", "s2", "s3"].map((k) => enc.encode(k)),
+      {
+        column: base.column("a"),
+      },
+    );
+    expect(got.every((v) => v !== undefined)).toBe(true);
   });
 
   it("reports no worker heap on the main thread", async () => {

@@ -34,6 +34,8 @@ export interface RocksLevelLike {
   /** Synchronous multi-get (a binding extension): for reads that hit the block cache. */
   _getManySync(keys: Uint8Array[], options: { column: ColumnHandle }): (Uint8Array | undefined)[];
   iterator(options: Record<string, unknown>): RocksIteratorLike;
+  /** A RocksDB property of the database (`rocksdb.is-write-stopped`, ...), as a string. */
+  getProperty(property: string): string;
 }
 
 /** The binding's `RocksLevel` class: opened by path, or (in a worker) by a native handle. */
