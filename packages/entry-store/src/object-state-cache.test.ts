@@ -1,6 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type CachedObject, ObjectStateCache, type PendingWrite } from "./object-state-cache.js";
+import {
+  type CachedObject,
+  MAX_KNOWN_KEYS,
+  notePresence,
+  ObjectStateCache,
+  type PendingWrite,
+  pruneDurable,
+} from "./object-state-cache.js";
 
 function object(write?: PendingWrite): CachedObject {
   return {
@@ -8,6 +15,7 @@ function object(write?: PendingWrite): CachedObject {
     event: undefined,
     blob: null,
     pending: new Map(),
+    present: new Map(),
     last: write,
     users: 0,
   };
@@ -77,5 +85,33 @@ describe("ObjectStateCache", () => {
         },
       ),
     );
+  });
+});
+
+describe("remembered presence", () => {
+  it("takes what durable writes left, and keeps pending ones pending", () => {
+    const o = object();
+    const durable: PendingWrite = { settled: true, done: Promise.resolve() };
+    const value = { data: new Uint8Array(1), type: 0 };
+    o.pending.set("set", { value, write: durable });
+    o.pending.set("deleted", { value: null, write: durable });
+    o.pending.set("in-flight", { value, write: unsettled });
+    pruneDurable(o);
+    expect([...o.pending.keys()]).toEqual(["in-flight"]);
+    expect(o.present).toEqual(
+      new Map([
+        ["set", true],
+        ["deleted", false],
+      ]),
+    );
+  });
+
+  it("remembers at most MAX_KNOWN_KEYS keys of one object", () => {
+    const o = object();
+    for (let i = 0; i < MAX_KNOWN_KEYS; i++) notePresence(o, `k${i}`, true);
+    notePresence(o, "k0", false);
+    expect(o.present.size).toBe(MAX_KNOWN_KEYS);
+    notePresence(o, "one-more", true);
+    expect(o.present).toEqual(new Map([["one-more", true]]));
   });
 });

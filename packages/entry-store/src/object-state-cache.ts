@@ -25,6 +25,14 @@ export interface CachedObject {
    * durable yet, so storage may not show them. Pruned under the object's lock once durable.
    */
   readonly pending: Map<string, { readonly value: OpValue | null; readonly write: PendingWrite }>;
+  /**
+   * Whether an entry is in storage (`true`) or not, for keys a read or a durable write of
+   * this object showed: a plan that needs only presence (a set or delete of an entry) then
+   * reads nothing. Sound because while the object is cached its entries change only
+   * through this cache (a failed write or a replaced store drops the whole cache). At most
+   * {@link MAX_KNOWN_KEYS} keys: see {@link notePresence}.
+   */
+  readonly present: Map<string, boolean>;
   /** The object's last submitted write (its mutations are durable in submission order). */
   last: PendingWrite | undefined;
   /** Planners working on the object right now (an entry in use is never evicted). */
@@ -92,7 +100,23 @@ export class ObjectStateCache {
   }
 }
 
-/** Removes `entry`'s pending changes whose writes are durable (their effects are in storage). */
+/** Keys of one object whose presence is remembered (a wide object starts over when full). */
+export const MAX_KNOWN_KEYS = 32;
+
+/** Remembers whether `key` of `entry` is in storage. */
+export function notePresence(entry: CachedObject, key: string, present: boolean): void {
+  if (entry.present.size >= MAX_KNOWN_KEYS && !entry.present.has(key)) entry.present.clear();
+  entry.present.set(key, present);
+}
+
+/**
+ * Removes `entry`'s pending changes whose writes are durable (their effects are in
+ * storage), remembering what they left present.
+ */
 export function pruneDurable(entry: CachedObject): void {
-  for (const [key, p] of entry.pending) if (p.write.settled) entry.pending.delete(key);
+  for (const [key, p] of entry.pending) {
+    if (!p.write.settled) continue;
+    entry.pending.delete(key);
+    notePresence(entry, key, p.value !== null);
+  }
 }

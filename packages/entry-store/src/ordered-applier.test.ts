@@ -219,3 +219,103 @@ describe("ordered applier", () => {
     await store.close();
   });
 });
+
+describe("remembered entry presence", () => {
+  /** A memory engine counting the multi-gets that name entry keys (not metadata reads). */
+  function readCounting(): { engine: KvEngine; entryReads: () => number } {
+    const inner = createMemoryEngine();
+    let reads = 0;
+    return {
+      entryReads: () => reads,
+      engine: {
+        kind: "counting",
+        async openShard(name) {
+          const shard = await inner.openShard(name);
+          return {
+            ...shard,
+            name,
+            get: (ks, key) => shard.get(ks, key),
+            iterator: (ks, o) => shard.iterator(ks, o),
+            write: (ops, o) => shard.write(ops, o),
+            getMany(ks, keys) {
+              // A cache miss reads metadata and event config plus the entries (3+ keys);
+              // an entry read of a cached object names the entries only.
+              if (keys.length < 3) reads++;
+              return shard.getMany(ks, keys);
+            },
+          };
+        },
+        listShards: () => inner.listShards(),
+        close: () => inner.close(),
+      },
+    };
+  }
+
+  it("sets and deletes an entry whose presence is known without reading it", async () => {
+    const { engine, entryReads } = readCounting();
+    const store = await open(engine);
+    const actions: (string | undefined)[] = [];
+    const note = (r: MutationResult) => actions.push(r.changed[0]?.action);
+    note(await store.setEntry("o", "a", val("1"))); // a miss: read with the metadata
+    note(await store.setEntry("o", "a", val("2")));
+    note(await store.deleteEntry("o", "a"));
+    note(await store.deleteEntry("o", "a"));
+    note(await store.setEntry("o", "a", val("3")));
+    expect(actions).toEqual(["create", "update", "delete", undefined, "create"]);
+    expect(entryReads()).toBe(0);
+    expect((await store.getMetadata("o"))?.entryCount).toBe(1n);
+    // Another key of the cached object is read once, then known.
+    await store.setEntry("o", "b", val("1"));
+    await store.setEntry("o", "b", val("2"));
+    expect(entryReads()).toBe(1);
+    expect((await store.getMetadata("o"))?.entryCount).toBe(2n);
+    await store.close();
+  });
+
+  it("forgets what it knew when the store's records are replaced", async () => {
+    const { engine } = readCounting();
+    const store = await open(engine);
+    await store.setEntry("o", "a", val("1"));
+    const withA = await store.exportState();
+    expect((await store.deleteEntry("o", "a")).changed[0]?.action).toBe("delete");
+    // Storage has `a` again; the cache said it was gone.
+    await store.importState(withA);
+    expect((await store.setEntry("o", "a", val("2"))).changed[0]?.action).toBe("update");
+    expect((await store.getMetadata("o"))?.entryCount).toBe(1n);
+    await store.close();
+  });
+
+  it("gives every replica the same outcomes through applyCommitted", async () => {
+    const { engine, entryReads } = readCounting();
+    const store = await open(engine);
+    const op = (i: number, kind: "set_entry" | "delete_entry") => ({
+      index: i,
+      op:
+        kind === "set_entry"
+          ? {
+              kind,
+              cls: "t",
+              partition: 0,
+              objectId: "o",
+              timestampMs: 1,
+              key: "a",
+              value: val(String(i)),
+            }
+          : { kind, cls: "t", partition: 0, objectId: "o", timestampMs: 1, key: "a" },
+    });
+    const results = [
+      ...(await store.applyCommitted([op(1, "set_entry"), op(2, "set_entry")])),
+      ...(await store.applyCommitted([op(3, "delete_entry"), op(4, "set_entry")])),
+      ...(await store.applyCommitted([op(5, "set_entry")])),
+    ];
+    expect(results.map((r) => (r instanceof StoreError ? r.code : r?.changed[0]?.action))).toEqual([
+      "create",
+      "update",
+      "delete",
+      "create",
+      "update",
+    ]);
+    expect(entryReads()).toBe(0);
+    await store.close();
+  });
+});

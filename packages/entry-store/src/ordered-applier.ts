@@ -28,6 +28,7 @@ import {
 } from "./mutation-planner.js";
 import {
   type CachedObject,
+  notePresence,
   ObjectStateCache,
   type PendingWrite,
   pruneDurable,
@@ -348,6 +349,7 @@ export class OrderedApplier {
           : undefined,
       blob,
       pending: new Map(),
+      present: new Map(),
       last: undefined,
       users: 1,
       prefetched:
@@ -409,8 +411,14 @@ export class OrderedApplier {
     const missing: string[] = [];
     for (const key of keys) {
       const p = entry.pending.get(key);
-      if (p === undefined) missing.push(key);
-      else if (p.value !== null) out.set(key, p.value);
+      if (p !== undefined) {
+        if (p.value !== null) out.set(key, p.value);
+        continue;
+      }
+      // Presence is remembered; values are read.
+      const present = values ? undefined : entry.present.get(key);
+      if (present === undefined) missing.push(key);
+      else if (present) out.set(key, undefined);
     }
     if (missing.length === 0) return out;
     const infos = missing.map((k) => keyInfo(id, k));
@@ -423,8 +431,10 @@ export class OrderedApplier {
           );
     for (let i = 0; i < infos.length; i++) {
       const v = raw[i];
-      if (v === undefined) continue;
       const info = infos[i] as (typeof infos)[number];
+      // No write of this key is in flight (it has no pending change): storage is current.
+      notePresence(entry, info.key, v !== undefined);
+      if (v === undefined) continue;
       if (!values) {
         out.set(info.key, undefined);
         continue;
