@@ -162,20 +162,29 @@ describe("the write worker", () => {
       handle: (base.db as unknown as { handle: bigint }).handle,
       modulePath: bindingModulePath() as string,
     };
-    let stopped = "1";
-    // The real database, reporting writes stopped (a stall cannot be made on demand here).
+    // The real database, reporting a stall, a slowdown or a flush (none can be made on
+    // demand here).
+    const reported = new Map<string, string>();
     const stalling = new Proxy(base.db, {
       get: (t, p) =>
         p === "getProperty"
-          ? (name: string) => (name === "rocksdb.is-write-stopped" ? stopped : t.getProperty(name))
+          ? (name: string) => reported.get(name) ?? t.getProperty(name)
           : Reflect.get(t, p),
     });
     const writer = await createGroupCommitWriter({ db: stalling, columns: ["a"], access });
-    await writer.write([put("a", "s1", "x")], { sync: false });
-    expect(writer.stats()).toMatchObject({ batches: 1, inlineBatches: 0 });
-    stopped = "0";
-    await writer.write([put("a", "s2", "x")], { sync: false });
-    expect(writer.stats()).toMatchObject({ batches: 2, inlineBatches: 1 });
+    const cases: [string, string][] = [
+      ["rocksdb.is-write-stopped", "1"],
+      ["rocksdb.actual-delayed-write-rate", "16777216"],
+      ["rocksdb.num-running-flushes", "1"],
+    ];
+    for (const [i, [name, value]] of cases.entries()) {
+      reported.set(name, value);
+      await writer.write([put("a", `s${i}`, "x")], { sync: false });
+      expect(writer.stats(), name).toMatchObject({ batches: i + 1, inlineBatches: 0 });
+      reported.delete(name);
+    }
+    await writer.write([put("a", "s3", "x")], { sync: false });
+    expect(writer.stats()).toMatchObject({ batches: 4, inlineBatches: 1 });
     await writer.close();
     const never = await createGroupCommitWriter({
       db: base.db,
@@ -183,7 +192,7 @@ describe("the write worker", () => {
       access,
       inlineUnsyncedBytes: 0,
     });
-    await never.write([put("a", "s3", "x")], { sync: false });
+    await never.write([put("a", "s4", "x")], { sync: false });
     expect(never.stats()).toMatchObject({ batches: 1, inlineBatches: 0 });
     await never.close();
     const got = await base.db.getMany(
