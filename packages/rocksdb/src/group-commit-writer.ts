@@ -204,24 +204,31 @@ function workerSink(
 
 function mainSink(db: RocksLevelLike): BatchSink {
   return async (calls, sync) => {
-    const batch = db.batch();
-    const handles = new Map<string, ColumnHandle>();
+    const handles = new Map<string, { column: ColumnHandle }>();
     const column = (name: string): { column: ColumnHandle } => {
       let h = handles.get(name);
       if (h === undefined) {
-        h = db.columns[name];
-        if (h === undefined) throw new RocksError("io", `unknown column family ${name}`);
+        const handle = db.columns[name];
+        if (handle === undefined) throw new RocksError("io", `unknown column family ${name}`);
+        h = { column: handle };
         handles.set(name, h);
       }
-      return { column: h };
+      return h;
     };
-    for (const c of calls) {
-      for (const op of c.ops) {
-        if (op.type === "put") batch.put(op.key, op.value, column(op.column));
-        else batch.del(op.key, column(op.column));
+    // The binding's synchronous internals, as the write worker uses them (see RocksBatchLike).
+    const batch = db.batch();
+    try {
+      for (const c of calls) {
+        for (const op of c.ops) {
+          if (op.type === "put") batch._put(op.key, op.value, column(op.column));
+          else batch._del(op.key, column(op.column));
+        }
       }
+      batch._writeSync({ sync });
+    } finally {
+      batch._closeSync();
+      db.detachResource(batch);
     }
-    await batch.write({ sync });
   };
 }
 

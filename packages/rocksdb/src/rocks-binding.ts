@@ -6,12 +6,18 @@ import { RocksError } from "./rocks-error.js";
 /** A column family handle (opaque). */
 export type ColumnHandle = object;
 
-/** A write batch of the binding. Its `write` runs synchronously on the calling thread. */
+/**
+ * A write batch of the binding, through its synchronous internals (the public `put` and
+ * `del` also encode each key and value and record every operation, and only the public,
+ * asynchronous `write`/`close` detach the batch from the database): after `_closeSync`,
+ * the database's `detachResource(batch)` lets go of it.
+ */
 export interface RocksBatchLike {
-  put(key: Uint8Array, value: Uint8Array, options: { column: ColumnHandle }): unknown;
-  del(key: Uint8Array, options: { column: ColumnHandle }): unknown;
-  write(options: { sync: boolean }): Promise<void>;
-  close(): Promise<void>;
+  _put(key: Uint8Array, value: Uint8Array, options: { column: ColumnHandle }): void;
+  _del(key: Uint8Array, options: { column: ColumnHandle }): void;
+  /** Writes the batch on the calling thread (an fsync too, when `sync`). */
+  _writeSync(options: { sync: boolean }): void;
+  _closeSync(): void;
 }
 
 /** An iterator of the binding. */
@@ -27,6 +33,8 @@ export interface RocksLevelLike {
   open(options: Record<string, unknown>): Promise<void>;
   close(): Promise<void>;
   batch(): RocksBatchLike;
+  /** Forgets a resource (a batch) the database would otherwise close with itself. */
+  detachResource(resource: object): void;
   getMany(
     keys: Uint8Array[],
     options: { column: ColumnHandle },
