@@ -43,7 +43,8 @@ const { values: args } = parseArgs({
     // profiles of the three-node cluster's members into a directory (`node --cpu-prof`).
     only: { type: "string" },
     "cpu-prof": { type: "string" },
-    // Where each member's CPU went in every window: µs per write by thread name, user/system.
+    // Where each member's CPU went in every window: µs per write by thread name, user/system,
+    // and the µs its threads were runnable but waited for a CPU (run queue).
     threads: { type: "boolean", default: false },
   },
   strict: true,
@@ -285,7 +286,7 @@ async function grpcLoad(o: {
     if (a === undefined || b === undefined || r.window_ok === 0) continue;
     const rows = threadCpuDelta(pid, a, b).map(
       (t) =>
-        `${t.comm}×${t.threads} ${(t.userUs / r.window_ok).toFixed(0)}u+${(t.systemUs / r.window_ok).toFixed(0)}s`,
+        `${t.comm}×${t.threads} ${(t.userUs / r.window_ok).toFixed(0)}u+${(t.systemUs / r.window_ok).toFixed(0)}s (${(t.runQueueUs / r.window_ok).toFixed(0)} waiting for a CPU)`,
     );
     log(`  pid ${pid} µs/write by thread: ${rows.join(", ")}`);
   }

@@ -3,6 +3,7 @@ import {
   parseProcStat,
   processCpuUs,
   readProcStat,
+  parseRunQueueUs,
   threadCpu,
   threadCpuDelta,
   ticksToUs,
@@ -34,25 +35,33 @@ describe("parseProcStat", () => {
 });
 
 describe("threadCpuDelta", () => {
-  const t = (tid: number, comm: string, userUs: number, systemUs: number) =>
-    [tid, { comm, userUs, systemUs }] as const;
+  const t = (tid: number, comm: string, userUs: number, systemUs: number, runQueueUs = 0) =>
+    [tid, { comm, userUs, systemUs, runQueueUs }] as const;
   it("sums what each thread name spent between samples, names the main thread, drops idle ones", () => {
     const before = new Map([
-      t(10, "node", 100, 50),
-      t(11, "node", 0, 0),
+      t(10, "node", 100, 50, 1000),
+      t(11, "node", 0, 0, 7),
       t(12, "libuv-worker", 5, 5),
     ]);
     const after = new Map([
-      t(10, "node", 400, 80),
-      t(11, "node", 20, 10),
+      t(10, "node", 400, 80, 1600),
+      t(11, "node", 20, 10, 10),
       t(12, "libuv-worker", 5, 5),
       // a thread started within the window: all its time counts
-      t(13, "node", 30, 0),
+      t(13, "node", 30, 0, 4),
     ]);
     expect(threadCpuDelta(10, before, after)).toEqual([
-      { comm: "main", threads: 1, userUs: 300, systemUs: 30 },
-      { comm: "node", threads: 2, userUs: 50, systemUs: 10 },
+      { comm: "main", threads: 1, userUs: 300, systemUs: 30, runQueueUs: 600 },
+      { comm: "node", threads: 2, userUs: 50, systemUs: 10, runQueueUs: 7 },
     ]);
+  });
+});
+
+describe("parseRunQueueUs", () => {
+  it("reads the run-queue wait of a schedstat line, 0 when there is none", () => {
+    expect(parseRunQueueUs("1053235 12764 2\n")).toBe(12.764);
+    expect(parseRunQueueUs(undefined)).toBe(0);
+    expect(parseRunQueueUs("")).toBe(0);
   });
 });
 

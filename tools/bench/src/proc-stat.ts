@@ -98,11 +98,15 @@ export function reapedChildrenCpuUs(): number {
   return s === undefined ? Number.NaN : ticksToUs(s.cutime + s.cstime);
 }
 
-/** CPU a thread has used so far: user and system µs. */
+/**
+ * CPU a thread has used so far: user and system µs, and µs it was runnable but waited for a
+ * CPU (the run queue, `/proc/<pid>/task/<tid>/schedstat`; 0 where the kernel keeps none).
+ */
 export interface ThreadCpu {
   readonly comm: string;
   readonly userUs: number;
   readonly systemUs: number;
+  readonly runQueueUs: number;
 }
 
 /** What the threads of one name spent between two samples. */
@@ -111,6 +115,21 @@ export interface ThreadCpuRow {
   threads: number;
   userUs: number;
   systemUs: number;
+  runQueueUs: number;
+}
+
+/** The second field of a schedstat file (ns waiting on a run queue), in µs; 0 when unreadable. */
+export function parseRunQueueUs(text: string | undefined): number {
+  const ns = Number(text?.trim().split(/\s+/)[1]);
+  return Number.isFinite(ns) ? ns / 1000 : 0;
+}
+
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, "latin1");
+  } catch {
+    return undefined;
+  }
 }
 
 /** User and system CPU (µs) of every live thread of `pid`, by thread id (empty when gone). */
@@ -130,6 +149,7 @@ export function threadCpu(pid: number): Map<number, ThreadCpu> {
         comm: s.comm,
         userUs: ticksToUs(s.utime),
         systemUs: ticksToUs(s.stime),
+        runQueueUs: parseRunQueueUs(readText(`/proc/${pid}/task/${t}/schedstat`)),
       });
   }
   return out;
@@ -152,10 +172,11 @@ export function threadCpuDelta(
     const systemUs = a.systemUs - (b?.systemUs ?? 0);
     if (userUs + systemUs <= 0) continue;
     const comm = tid === pid ? "main" : a.comm;
-    const row = byName.get(comm) ?? { comm, threads: 0, userUs: 0, systemUs: 0 };
+    const row = byName.get(comm) ?? { comm, threads: 0, userUs: 0, systemUs: 0, runQueueUs: 0 };
     row.threads += 1;
     row.userUs += userUs;
     row.systemUs += systemUs;
+    row.runQueueUs += a.runQueueUs - (b?.runQueueUs ?? 0);
     byName.set(comm, row);
   }
   return [...byName.values()].sort((x, y) => y.userUs + y.systemUs - (x.userUs + x.systemUs));
