@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import {
   parseProcStat,
+  parseRunQueueUs,
   processCpuUs,
   readProcStat,
-  parseRunQueueUs,
   threadCpu,
   threadCpuDelta,
   ticksToUs,
