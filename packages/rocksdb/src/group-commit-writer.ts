@@ -203,18 +203,19 @@ function workerSink(
 }
 
 function mainSink(db: RocksLevelLike): BatchSink {
+  // Column options built once per writer (a database's column families do not change).
+  const handles = new Map<string, { column: ColumnHandle }>();
+  const column = (name: string): { column: ColumnHandle } => {
+    let h = handles.get(name);
+    if (h === undefined) {
+      const handle = db.columns[name];
+      if (handle === undefined) throw new RocksError("io", `unknown column family ${name}`);
+      h = { column: handle };
+      handles.set(name, h);
+    }
+    return h;
+  };
   return async (calls, sync) => {
-    const handles = new Map<string, { column: ColumnHandle }>();
-    const column = (name: string): { column: ColumnHandle } => {
-      let h = handles.get(name);
-      if (h === undefined) {
-        const handle = db.columns[name];
-        if (handle === undefined) throw new RocksError("io", `unknown column family ${name}`);
-        h = { column: handle };
-        handles.set(name, h);
-      }
-      return h;
-    };
     // The binding's synchronous internals, as the write worker uses them (see RocksBatchLike).
     const batch = db.batch();
     try {

@@ -75,8 +75,18 @@ export function readProcStat(pid: number | "self"): ProcStat | undefined {
 
 /** A stat file (of a process or of one of its threads), parsed; `undefined` when it is gone. */
 function readStatFile(file: string): ProcStat | undefined {
+  const text = readText(file);
   try {
-    return parseProcStat(readFileSync(file, "latin1"));
+    return text === undefined ? undefined : parseProcStat(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A /proc file's text; `undefined` when it is gone (a process or thread that exited). */
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, "latin1");
   } catch {
     return undefined;
   }
@@ -122,14 +132,6 @@ export interface ThreadCpuRow {
 export function parseRunQueueUs(text: string | undefined): number {
   const ns = Number(text?.trim().split(/\s+/)[1]);
   return Number.isFinite(ns) ? ns / 1000 : 0;
-}
-
-function readText(file: string): string | undefined {
-  try {
-    return readFileSync(file, "latin1");
-  } catch {
-    return undefined;
-  }
 }
 
 /** User and system CPU (µs) of every live thread of `pid`, by thread id (empty when gone). */
