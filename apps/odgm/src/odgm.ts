@@ -48,8 +48,16 @@ import {
 import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js";
 import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { isOdgmError, OdgmError } from "./odgm-error.js";
-import { createDualProtocolServer } from "./server/dual-protocol-server.js";
-import { isAuthenticatedPeer, peersOnly } from "./server/peer-auth.js";
+import {
+  createDualProtocolServer,
+  type Http2StreamHandler,
+} from "./server/dual-protocol-server.js";
+import {
+  isAuthenticatedPeer,
+  isAuthenticatedPeerStream,
+  peersOnly,
+  peersOnlyStreams,
+} from "./server/peer-auth.js";
 import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 import type { ZenohService } from "./zenoh/zenoh-service.js";
@@ -480,11 +488,27 @@ export async function startOdgm(
             );
             served(req, res);
           };
+    // The gRPC fast path takes its calls before the handler, with the same peer marking and
+    // the same refusal of uncertified Raft callers.
+    const fast = pipeline.streamHandler;
+    const marked: Http2StreamHandler | undefined =
+      fast === undefined || authorizer === undefined
+        ? fast
+        : (stream, headers) => {
+            authorizer.markPeer(
+              headers,
+              tlsFiles?.ca !== undefined && isAuthenticatedPeerStream(stream),
+            );
+            return fast(stream, headers);
+          };
+    const streamHandler =
+      marked === undefined || tlsFiles?.ca === undefined ? marked : peersOnlyStreams(marked);
     const server = await createDualProtocolServer({
       host: config.http.host,
       port: config.http.port,
       ...(tlsFiles === undefined ? {} : { tls: tlsFiles }),
       handler: tlsFiles?.ca === undefined ? handler : peersOnly(handler),
+      ...(streamHandler === undefined ? {} : { streamHandler }),
       // The Raft stream a peer keeps open: it ends with the cluster node (see close).
       longLived: (path) => path === RAFT_STREAM_PATH,
       onError: (err) => logger.debug({ err }, "connection error"),

@@ -136,6 +136,15 @@ describe("dual-protocol server", () => {
       host: "127.0.0.1",
       port: 0,
       longLived: (path) => path === "/stream",
+      // Streams the stream handler takes count alike.
+      streamHandler: (stream, headers) => {
+        if (headers[":path"] !== "/fast") return false;
+        held.push(() => {
+          stream.respond({ ":status": 200 });
+          stream.end("done");
+        });
+        return true;
+      },
       handler: (req, res) => {
         // "/stream" is never answered while the test runs; the rest when released.
         if (req.url === "/stream") return;
@@ -148,20 +157,84 @@ describe("dual-protocol server", () => {
     const stream = client.request({ ":path": "/stream", ":method": "POST" });
     const h2 = h2Get(port, "/h2");
     const h1 = h1Get(port, "/h1");
-    for (let i = 0; i < 200 && held.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(held.length).toBe(2);
+    const fast = h2Get(port, "/fast");
+    for (let i = 0; i < 200 && held.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(held.length).toBe(3);
     let done = false;
     const drained = server.requestsDone().then(() => {
       done = true;
     });
     held[0]?.();
+    held[1]?.();
     await new Promise((r) => setTimeout(r, 50));
     expect(done).toBe(false);
-    held[1]?.();
+    held[2]?.();
     await drained;
-    expect(await Promise.all([h2, h1])).toEqual(["done", "done"]);
+    expect(await Promise.all([h2, h1, fast])).toEqual(["done", "done", "done"]);
     expect(stream.closed).toBe(false);
     stream.close();
+    client.close();
+  });
+
+  it("a stream handler takes the HTTP/2 streams it wants; the rest reach the request handler", async () => {
+    const offered: string[] = [];
+    server = await createDualProtocolServer({
+      host: "127.0.0.1",
+      port: 0,
+      streamHandler: (stream, headers) => {
+        offered.push(String(headers[":path"]));
+        if (headers[":path"] !== "/fast") return false;
+        stream.respond({ ":status": 200 });
+        stream.end("taken");
+        return true;
+      },
+      handler: (req, res) => res.end(`${req.httpVersion} ${req.method} ${req.url}`),
+    });
+    const port = server.address.port;
+    expect(await h2Get(port, "/fast")).toBe("taken");
+    expect(await h2Get(port, "/slow")).toBe("2.0 GET /slow");
+    // HTTP/1.1 requests are not streams: the request handler serves them.
+    expect(await h1Get(port, "/fast")).toBe("1.1 GET /fast");
+    expect(offered).toEqual(["/fast", "/slow"]);
+  });
+
+  it("streams left to the request handler keep HTTP/2's expectations and CONNECT answers", async () => {
+    const { address } = await start();
+    const client = http2.connect(`http://127.0.0.1:${address.port}`);
+    const answer = (
+      headers: http2.OutgoingHttpHeaders,
+    ): Promise<{ status: number; body: string; continued: boolean }> =>
+      new Promise((resolve, reject) => {
+        const req = client.request(headers, { endStream: false });
+        let status = 0;
+        let body = "";
+        let continued = false;
+        req.on("continue", () => {
+          continued = true;
+          req.end();
+        });
+        req.on("response", (h) => {
+          status = Number(h[":status"]);
+        });
+        req.setEncoding("utf8");
+        req.on("data", (c: string) => {
+          body += c;
+        });
+        req.on("end", () => resolve({ status, body, continued }));
+        req.on("error", reject);
+        if (headers.expect === undefined) req.end();
+      });
+    expect(await answer({ ":path": "/c", ":method": "POST", expect: "100-continue" })).toEqual({
+      status: 200,
+      body: "2.0 POST /c",
+      continued: true,
+    });
+    expect((await answer({ ":path": "/e", ":method": "POST", expect: "something" })).status).toBe(
+      417,
+    );
+    expect((await answer({ ":method": "CONNECT", ":authority": "example.org:443" })).status).toBe(
+      405,
+    );
     client.close();
   });
 

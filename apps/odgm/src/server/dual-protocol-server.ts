@@ -3,6 +3,8 @@ import http2, {
   type Http2ServerRequest,
   type Http2ServerResponse,
   type Http2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
 } from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import tls, { type TLSSocket } from "node:tls";
@@ -13,10 +15,24 @@ export type DualRequestHandler = (
   res: ServerResponse | Http2ServerResponse,
 ) => void;
 
+/**
+ * Serves an HTTP/2 stream on Node's core API, or returns false (having touched nothing) to
+ * leave it to the {@link DualRequestHandler} (through the compatibility API).
+ */
+export type Http2StreamHandler = (
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+) => boolean;
+
 /** Options of {@link createDualProtocolServer}. */
 export interface DualProtocolServerOptions {
-  /** Handles every request, whichever protocol it came in on. */
+  /** Handles every request, whichever protocol it came in on (but those `streamHandler` takes). */
   readonly handler: DualRequestHandler;
+  /**
+   * Offered every HTTP/2 stream first: what it takes skips the compatibility API's request
+   * and response objects (the gRPC fast path).
+   */
+  readonly streamHandler?: Http2StreamHandler;
   /** Address to bind. */
   readonly host: string;
   /** Port to bind; 0 picks a free one. */
@@ -133,23 +149,56 @@ export async function createDualProtocolServer(
     for (const f of done) f();
   };
   const longLived = options.longLived;
-  const handler: DualRequestHandler = (req, res) => {
-    if (longLived === undefined || !longLived(req.url ?? "")) {
+  const counted = (path: string | undefined): boolean =>
+    longLived === undefined || !longLived(path ?? "");
+  const handler = options.handler;
+  const h1 = http.createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+    if (counted(req.url)) {
       active++;
       res.once("close", release);
     }
-    options.handler(req, res);
-  };
-  const h1 = http.createServer({ keepAliveTimeout: 5_000 }, handler);
-  const h2 = http2.createServer(
-    {
-      settings: {
-        maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
-      },
-      maxSessionMemory: MAX_SESSION_MEMORY_MB,
+    handler(req, res);
+  });
+  // No request listener: that would wrap every stream in the compatibility API's objects.
+  // Streams go to `streamHandler` first, and the rest through those objects to `handler`.
+  const h2 = http2.createServer({
+    settings: {
+      maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
     },
-    handler,
+    maxSessionMemory: MAX_SESSION_MEMORY_MB,
+  });
+  const streamHandler = options.streamHandler;
+  h2.on(
+    "stream",
+    (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, raw: string[]) => {
+      if (counted(headers[":path"])) {
+        active++;
+        stream.once("close", release);
+      }
+      if (streamHandler?.(stream, headers) === true) return;
+      compat(stream, headers, raw);
+    },
   );
+  /** What Node's HTTP/2 server does with a stream when it has a request listener. */
+  const compat = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: string[]): void => {
+    const req = new http2.Http2ServerRequest(stream, headers, {}, raw);
+    const res = new http2.Http2ServerResponse(stream);
+    if (headers[":method"] === "CONNECT") {
+      res.statusCode = 405;
+      res.end();
+      return;
+    }
+    const expect = headers.expect;
+    if (expect !== undefined) {
+      if (expect !== "100-continue") {
+        res.statusCode = 417;
+        res.end();
+        return;
+      }
+      res.writeContinue();
+    }
+    handler(req, res);
+  };
   const sockets = new Set<Socket>();
   /** Sockets still being sniffed: no protocol, no request, safe to drop on close. */
   const unclaimed = new Set<Socket>();

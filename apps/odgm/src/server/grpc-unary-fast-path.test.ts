@@ -47,9 +47,11 @@ const fast = createGrpcUnaryFastPath({
 let server: Http2Server;
 let url: string;
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    if (fast(req, res)) return;
-    res.writeHead(299).end("fallback");
+  server = createServer();
+  server.on("stream", (stream, headers) => {
+    if (fast(stream, headers)) return;
+    stream.respond({ ":status": 299 });
+    stream.end("fallback");
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -1,4 +1,4 @@
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import {
   type DescMessage,
   type DescService,
@@ -6,13 +6,7 @@ import {
   type Message,
   toBinary,
 } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  type Interceptor,
-  type StreamResponse,
-  type UnaryResponse,
-} from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import {
   type CallMethod,
@@ -21,7 +15,7 @@ import {
   type HandlerCallInit,
   type HandlerFn,
 } from "./handler-call.js";
-import { IncomingHeaders } from "./incoming-headers.js";
+import { IncomingHeaders, OutgoingHeaders } from "./lazy-headers.js";
 
 /** One service whose unary methods the fast path serves. */
 export interface FastPathService {
@@ -52,13 +46,17 @@ export interface GrpcUnaryFastPathOptions {
 }
 
 /**
- * Serves a request, or returns false to let the Connect adapter serve it. Only plain
- * binary gRPC unary calls (HTTP/2, `application/grpc` or `application/grpc+proto`, no
- * message compression) of the listed services, and server-streaming calls of those with
- * {@link FastPathService.streams}, are taken; everything else — other streams,
- * gRPC-Web, Connect, JSON, compressed messages, other services — goes to Connect.
+ * Serves an HTTP/2 stream, or returns false (having touched nothing) to let the Connect
+ * adapter serve it. Only plain binary gRPC unary calls (`application/grpc` or
+ * `application/grpc+proto`, no message compression) of the listed services, and
+ * server-streaming calls of those with {@link FastPathService.streams}, are taken;
+ * everything else — other streams, gRPC-Web, Connect, JSON, compressed messages, other
+ * services — goes to Connect.
  */
-export type GrpcUnaryFastPath = (req: Http2ServerRequest, res: Http2ServerResponse) => boolean;
+export type GrpcUnaryFastPath = (
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+) => boolean;
 
 interface Route {
   readonly method: CallMethod;
@@ -68,22 +66,23 @@ interface Route {
 const MAX_TIMEOUT_MS = Number.MAX_SAFE_INTEGER;
 const CONTENT_TYPE_PROTO = "application/grpc+proto";
 
-function trailerObject(h: Headers): Record<string, string> {
-  const out: Record<string, string> = {};
+/** Copies the entries of `h` into `out` (nothing to copy when `h` never held any). */
+function copyHeaders(h: Headers | undefined, out: Record<string, string>): void {
+  if (h === undefined || (h instanceof OutgoingHeaders && h.empty)) return;
   h.forEach((v, k) => {
     out[k] = v;
   });
-  return out;
 }
 
 /**
- * A gRPC unary fast path beside connect-node: it parses the one length-prefixed message
- * itself, calls the same handler implementations with a lean handler context, and writes
- * the response and status trailers through the HTTP/2 compatibility API, skipping
- * connect's per-call async-iterable pipeline (split, parse, invoke, serialize, join) and
- * its per-call `AbortController` abort, which dominated the CPU profile. Status codes,
- * `grpc-message` encoding, error metadata and deadlines follow connect's gRPC handler
- * (the same `parseTimeout` and `setTrailerStatus`), so clients cannot tell the paths apart.
+ * A gRPC unary fast path beside connect-node, on Node's core HTTP/2 stream API (not the
+ * compatibility API's request and response objects): it parses the one length-prefixed
+ * message itself, calls the same handler implementations with a lean handler context, and
+ * answers with `respond`, the message and the status trailers, skipping connect's per-call
+ * async-iterable pipeline (split, parse, invoke, serialize, join) and its per-call
+ * `AbortController` abort, which dominated the CPU profile. Status codes, `grpc-message`
+ * encoding, error metadata and deadlines follow connect's gRPC handler (the same
+ * `parseTimeout` and `setTrailerStatus`), so clients cannot tell the paths apart.
  */
 export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): GrpcUnaryFastPath {
   const routes = new Map<string, Route>();
@@ -101,18 +100,31 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
   }
   const { readMaxBytes, writeMaxBytes, interceptors } = options;
 
-  return (req, res) => {
-    const route = routes.get(req.url);
-    if (route === undefined || req.method !== "POST") return false;
-    const contentType = req.headers["content-type"];
+  return (stream, headers) => {
+    const path = headers[":path"];
+    const route = path === undefined ? undefined : routes.get(path);
+    if (route === undefined || headers[":method"] !== "POST") return false;
+    const contentType = headers["content-type"];
     if (contentType !== "application/grpc" && contentType !== CONTENT_TYPE_PROTO) return false;
-    const encoding = req.headers["grpc-encoding"];
+    const encoding = headers["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
 
     let answered = false;
+    let headersSent = false;
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
+    /** Gone: closed, reset or failed (nothing more can be sent). */
+    const gone = (): boolean => stream.destroyed || stream.closed;
 
+    /** Sends the response headers (once); `waitForTrailers`: the status follows the body. */
+    const writeHeader = (h: Headers | undefined): void => {
+      headersSent = true;
+      const header: Record<string, string | number> = {};
+      copyHeaders(h, header as Record<string, string>);
+      header[":status"] = 200;
+      header["content-type"] = CONTENT_TYPE_PROTO;
+      stream.respond(header, { waitForTrailers: true });
+    };
     const finish = (
       body: Uint8Array | undefined,
       error: ConnectError | undefined,
@@ -121,21 +133,22 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       if (answered) return;
       answered = true;
       if (timer !== undefined) clearTimeout(timer);
-      if (res.stream.destroyed || res.stream.closed) return;
+      if (gone()) return;
       // Headers and trailers a handler or interceptor set travel as on connect's handler.
-      const trailer = new Headers(out?.trailer);
-      if (error === undefined) trailer.set("grpc-status", "0");
-      // setTrailerStatus also carries the error's metadata.
-      else setTrailerStatus(trailer, error);
-      res.addTrailers(trailerObject(trailer));
-      if (!res.headersSent) writeHeader(out?.header);
-      if (body === undefined) res.end();
-      else res.end(body);
-    };
-    const writeHeader = (h: Headers | undefined): void => {
-      const header = trailerObject(h ?? EMPTY_HEADERS);
-      header["content-type"] = CONTENT_TYPE_PROTO;
-      res.writeHead(200, header);
+      const trailer: Record<string, string> = {};
+      if (error === undefined) {
+        copyHeaders(out?.trailer, trailer);
+        trailer["grpc-status"] = "0";
+      } else {
+        // setTrailerStatus also carries the error's metadata.
+        const h = new Headers(out?.trailer);
+        setTrailerStatus(h, error);
+        copyHeaders(h, trailer);
+      }
+      if (!headersSent) writeHeader(out?.header);
+      stream.once("wantTrailers", () => stream.sendTrailers(trailer));
+      if (body === undefined) stream.end();
+      else stream.end(body);
     };
     const fail = (err: unknown): void => {
       finish(
@@ -146,12 +159,18 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       );
     };
 
+    // A reset or a failed write of this stream: nothing more to send, the handler may stop.
+    stream.on("error", (err) => {
+      answered = true;
+      if (timer !== undefined) clearTimeout(timer);
+      controller.abort(err);
+    });
     const timeout = parseTimeout(
-      (req.headers["grpc-timeout"] as string | null) ?? null,
+      (headers["grpc-timeout"] as string | undefined) ?? null,
       MAX_TIMEOUT_MS,
     );
     if (timeout.error !== undefined) {
-      req.resume();
+      stream.resume();
       fail(timeout.error);
       return true;
     }
@@ -162,7 +181,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         fail(err);
       }, timeout.timeoutMs);
     }
-    res.stream.once("close", () => {
+    stream.once("close", () => {
       if (!answered) {
         answered = true;
         if (timer !== undefined) clearTimeout(timer);
@@ -173,7 +192,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
     const chunks: Buffer[] = [];
     let received = 0;
     let declared = -1;
-    req.on("data", (chunk: Buffer) => {
+    stream.on("data", (chunk: Buffer) => {
       if (answered) return;
       received += chunk.length;
       chunks.push(chunk);
@@ -193,7 +212,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         fail(new ConnectError("request body too large", Code.ResourceExhausted));
       }
     });
-    req.on("end", () => {
+    stream.on("end", () => {
       if (answered) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       if (body.length < 5 || body.length < 5 + body.readUInt32BE(1)) {
@@ -233,15 +252,15 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         );
         return;
       }
+      const init = callInit(headers, controller, timeout.timeoutMs);
       if (route.method.methodKind === "server_streaming") {
-        const init = callInit(req, controller, timeout.timeoutMs);
         callServerStreamHandler(route.method, route.impl, message, init, interceptors).then(
-          (response) => stream(response, route.method.output),
+          (response) => sendStream(response, route.method.output),
           fail,
         );
         return;
       }
-      run(route, message, req, controller, timeout.timeoutMs).then((response) => {
+      callUnaryHandler(route.method, route.impl, message, init, interceptors).then((response) => {
         if (answered) return;
         const out = toBinary(route.method.output, response.message);
         if (out.length > writeMaxBytes) {
@@ -256,10 +275,6 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         finish(frame(out), undefined, response);
       }, fail);
     });
-    req.on("error", (err) => {
-      controller.abort(err);
-      answered = true;
-    });
 
     /**
      * Sends a server stream's messages: framed and written in batches — whatever the handler
@@ -270,7 +285,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
      * messages sends them, then the error status, as connect does; the last batch leaves
      * with the trailers.
      */
-    async function stream(response: StreamResponse, output: DescMessage): Promise<void> {
+    async function sendStream(response: StreamResponse, output: DescMessage): Promise<void> {
       let pending: Uint8Array[] = [];
       let size = 0;
       let scheduled: ReturnType<typeof setImmediate> | undefined;
@@ -285,9 +300,9 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       const flush = (): void => {
         scheduled = undefined;
         const out = take();
-        if (out === undefined || answered) return;
-        if (!res.headersSent) writeHeader(response.header);
-        if (!res.write(out)) blocked ??= drained(res);
+        if (out === undefined || answered || gone()) return;
+        if (!headersSent) writeHeader(response.header);
+        if (!stream.write(out)) blocked ??= drained(stream);
       };
       try {
         for await (const m of response.message) {
@@ -328,33 +343,20 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
   };
 
   function callInit(
-    req: Http2ServerRequest,
+    headers: IncomingHttpHeaders,
     controller: AbortController,
     timeoutMs: number | undefined,
   ): HandlerCallInit {
     return {
-      header: new IncomingHeaders(req.headers),
+      header: new IncomingHeaders(headers),
       signal: controller.signal,
-      url: `http://${String(req.headers[":authority"] ?? "localhost")}${req.url}`,
+      url: `http://${String(headers[":authority"] ?? "localhost")}${headers[":path"]}`,
       deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
       protocolName: "grpc",
     };
   }
-
-  /** Runs the call through the interceptors, then the handler, as connect-node does. */
-  function run(
-    route: Route,
-    message: Message,
-    req: Http2ServerRequest,
-    controller: AbortController,
-    timeoutMs: number | undefined,
-  ): Promise<UnaryResponse> {
-    const init = callInit(req, controller, timeoutMs);
-    return callUnaryHandler(route.method, route.impl, message, init, interceptors);
-  }
 }
 
-const EMPTY_HEADERS = new Headers();
 /** A server stream's messages are written once this many framed bytes wait. */
 const FLUSH_BYTES = 64 * 1024;
 
@@ -377,21 +379,22 @@ function encodedFrame(desc: DescMessage, message: Message): Uint8Array {
 
 /** One gRPC length-prefixed message (not compressed). */
 function frame(message: Uint8Array): Uint8Array {
-  const framed = new Uint8Array(5 + message.length);
-  new DataView(framed.buffer).setUint32(1, message.length);
+  const framed = Buffer.allocUnsafe(5 + message.length);
+  framed[0] = 0;
+  framed.writeUInt32BE(message.length, 1);
   framed.set(message, 5);
   return framed;
 }
 
-/** Resolves once `res` can take more, or its stream closed. */
-function drained(res: Http2ServerResponse): Promise<void> {
+/** Resolves once `stream` can take more, or closed. */
+function drained(stream: ServerHttp2Stream): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
-      res.off("drain", done);
-      res.stream.off("close", done);
+      stream.off("drain", done);
+      stream.off("close", done);
       resolve();
     };
-    res.once("drain", done);
-    res.stream.once("close", done);
+    stream.once("drain", done);
+    stream.once("close", done);
   });
 }

@@ -19,6 +19,7 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import { OutgoingHeaders } from "./lazy-headers.js";
 
 /** A handler method as `ServiceImpl` has it. */
 export type HandlerFn = (request: never, context: HandlerContext) => unknown;
@@ -64,8 +65,8 @@ function handlerContext(
     signal: r.signal,
     timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
     requestHeader: r.header,
-    responseHeader: new Headers(),
-    responseTrailer: new Headers(),
+    responseHeader: new OutgoingHeaders(),
+    responseTrailer: new OutgoingHeaders(),
     values: r.contextValues,
   } as unknown as HandlerContext;
 }

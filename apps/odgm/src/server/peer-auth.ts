@@ -2,8 +2,9 @@
 // client certificate the cluster's CA signed. Other services need no certificate (with
 // bearer tokens on, auth/authorizer.ts checks them, and trusts authenticated peers).
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { Http2ServerRequest, Http2ServerResponse, ServerHttp2Stream } from "node:http2";
 import type { TLSSocket } from "node:tls";
+import type { Http2StreamHandler } from "./dual-protocol-server.js";
 
 type Request = IncomingMessage | Http2ServerRequest;
 type Response = ServerResponse | Http2ServerResponse;
@@ -14,6 +15,22 @@ const PEER_ONLY = "/oprc.RaftService/";
 /** True when the connection presented a client certificate the server's CA signed. */
 export function isAuthenticatedPeer(req: Request): boolean {
   return (req.socket as TLSSocket | undefined)?.authorized === true;
+}
+
+/** True when the stream's connection presented a client certificate the server's CA signed. */
+export function isAuthenticatedPeerStream(stream: ServerHttp2Stream): boolean {
+  return (stream.session?.socket as TLSSocket | undefined)?.authorized === true;
+}
+
+/**
+ * Wraps a stream handler (the gRPC fast path) so that it never takes a call to the internal
+ * Raft service without a certificate signed by the cluster's CA: such a call goes on to the
+ * request handler, which {@link peersOnly} makes answer UNAUTHENTICATED.
+ */
+export function peersOnlyStreams(handler: Http2StreamHandler): Http2StreamHandler {
+  return (stream, headers) =>
+    (!headers[":path"]?.startsWith(PEER_ONLY) || isAuthenticatedPeerStream(stream)) &&
+    handler(stream, headers);
 }
 
 /**

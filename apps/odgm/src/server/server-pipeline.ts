@@ -3,7 +3,6 @@
 // the in-process clients REST and Zenoh use — run the same implementations under the same
 // interceptors. An interceptor added here (metrics, tracing, authentication) cannot
 // be skipped by any path.
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -22,7 +21,7 @@ import {
   OprcFunction,
 } from "@oprc/grpc-api";
 import { dropUnrepresentableDeadline } from "./deadline-headers.js";
-import type { DualRequestHandler } from "./dual-protocol-server.js";
+import type { DualRequestHandler, Http2StreamHandler } from "./dual-protocol-server.js";
 import { createGrpcUnaryFastPath, type FastPathService } from "./grpc-unary-fast-path.js";
 import { createInProcessClient } from "./in-process-client.js";
 
@@ -78,8 +77,13 @@ export interface ServerPipeline {
     readonly data: Client<typeof DataService>;
     readonly functions: Client<typeof OprcFunction>;
   };
-  /** The request handler: the fast path first, then connect-node, then `fallback` (REST). */
+  /** The request handler: connect-node, then `fallback` (REST). */
   handler(fallback: NodeHandlerFn): DualRequestHandler;
+  /**
+   * The gRPC fast path, offered every HTTP/2 stream before {@link handler} (`undefined`
+   * when the fast path is off).
+   */
+  readonly streamHandler: Http2StreamHandler | undefined;
 }
 
 /** Builds the services once and the three paths over them. */
@@ -128,15 +132,15 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
       const connect = connectNodeAdapter({ routes, interceptors, ...limits, fallback });
       return (req, res) => {
         dropUnrepresentableDeadline(req.headers);
-        if (
-          fast !== undefined &&
-          req.httpVersionMajor === 2 &&
-          fast(req as Http2ServerRequest, res as Http2ServerResponse)
-        ) {
-          return;
-        }
         connect(req as never, res as never);
       };
     },
+    streamHandler:
+      fast === undefined
+        ? undefined
+        : (stream, headers) => {
+            dropUnrepresentableDeadline(headers);
+            return fast(stream, headers);
+          },
   };
 }

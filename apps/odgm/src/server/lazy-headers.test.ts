@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { IncomingHeaders } from "./incoming-headers.js";
+import { IncomingHeaders, OutgoingHeaders } from "./lazy-headers.js";
 
 /** The fetch API's own Headers of the same request (what the fast path built before). */
 function reference(raw: Record<string, string | string[]>): Headers {
@@ -64,6 +64,59 @@ describe("IncomingHeaders", () => {
             expect(h.has(p)).toBe(ref.has(p));
           }
           expect([...h]).toEqual([...ref]);
+        },
+      ),
+    );
+  });
+});
+
+describe("OutgoingHeaders", () => {
+  it("is empty and makes no storage until a header is set", () => {
+    const h = new OutgoingHeaders();
+    expect(h.empty).toBe(true);
+    expect(h.get("x")).toBeNull();
+    expect(h.has("x")).toBe(false);
+    h.delete("x");
+    const seen: string[] = [];
+    h.forEach((v, k) => {
+      seen.push(`${k}=${v}`);
+    });
+    expect(seen).toEqual([]);
+    expect([...new Headers(h)]).toEqual([]);
+    expect([...h.keys()]).toEqual([]);
+    expect(h.empty).toBe(true);
+  });
+
+  it("behaves as the fetch API's Headers once set", () => {
+    const name = fc.stringMatching(/^[a-z][a-z0-9-]{0,12}$/);
+    const value = fc.stringMatching(/^[!-~]{0,20}$/);
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom("set", "append", "delete"), name, value), {
+          maxLength: 8,
+        }),
+        (ops) => {
+          const h = new OutgoingHeaders();
+          const ref = new Headers();
+          for (const [op, k, v] of ops) {
+            if (op === "delete") {
+              h.delete(k);
+              ref.delete(k);
+            } else {
+              h[op](k, v);
+              ref[op](k, v);
+            }
+          }
+          expect(h.empty).toBe(!ops.some(([op]) => op !== "delete"));
+          expect([...h]).toEqual([...ref]);
+          expect([...new Headers(h)]).toEqual([...ref]);
+          for (const [, k] of ops) expect(h.get(k)).toBe(ref.get(k));
+          const seen: string[] = [];
+          h.forEach((v, k, parent) => {
+            expect(parent).toBe(h);
+            seen.push(`${k}=${v}`);
+          });
+          expect(seen).toEqual([...ref].map(([k, v]) => `${k}=${v}`));
         },
       ),
     );
