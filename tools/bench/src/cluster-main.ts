@@ -8,7 +8,7 @@
 // process (utime + stime from /proc) in the measured window, per successful write.
 // Every round runs every subject once, in a fresh order. Each measurement is checked:
 // odgm's object versions (etcd's revision) rose by exactly the successes the generator saw.
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -43,6 +43,10 @@ const { values: args } = parseArgs({
     // profiles of the three-node cluster's members into a directory (`node --cpu-prof`).
     only: { type: "string" },
     "cpu-prof": { type: "string" },
+    // Linux `perf record` of the measured processes during each measured window only (not
+    // the prefill), into a directory; odgm runs with `--perf-basic-prof` so JavaScript
+    // frames have names. Read with `perf report -i FILE --sort pid,tid,sym`.
+    perf: { type: "string" },
     // Where each member's CPU went in every window: µs per write by thread name, user/system,
     // and the µs its threads were runnable but waited for a CPU (run queue).
     threads: { type: "boolean", default: false },
@@ -66,6 +70,7 @@ if (!(ROUNDS >= 1 && WARMUP_ROUNDS >= 0 && WINDOW_MS >= 100))
 const started = Date.now();
 const tmp = mkdtempSync(path.join(os.tmpdir(), "odgm-bench-cluster-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
+if (args.perf !== undefined) mkdirSync(args.perf, { recursive: true });
 setTimeout(
   () => {
     process.stderr.write("bench:cluster: gave up after the watchdog's limit\n");
@@ -83,12 +88,37 @@ function log(msg: string): void {
 // ------------------------------------------------------------------------------ odgm
 
 const onlySubjects = args.only?.split(",");
-/** Node flags of an odgm member: CPU profiles of the three-node cluster when asked. */
+/** Node flags of an odgm member: CPU profiles of the three-node cluster, perf maps. */
 function nodeArgs(count: number): string[] {
   const dir = args["cpu-prof"];
-  return dir === undefined || count !== 3
-    ? []
-    : ["--cpu-prof", "--cpu-prof-dir", path.resolve(dir)];
+  const perf = args.perf;
+  return [
+    ...(dir === undefined || count !== 3
+      ? []
+      : ["--cpu-prof", "--cpu-prof-dir", path.resolve(dir)]),
+    // V8 writes a log beside the perf map: into the perf directory, not the working one.
+    ...(perf === undefined
+      ? []
+      : ["--perf-basic-prof", `--logfile=${path.resolve(perf, "v8-%p.log")}`]),
+  ];
+}
+
+let perfRecords = 0;
+/** Starts `perf record` of `pids` when `--perf` asked for it; the returned function stops it. */
+function startPerf(pids: readonly number[]): () => void {
+  const dir = args.perf;
+  if (dir === undefined) return () => undefined;
+  const file = path.resolve(dir, `window-${++perfRecords}.data`);
+  const perf = spawn(
+    "perf",
+    ["record", "-q", "-F", "997", "-g", "-o", file, "-p", pids.join(",")],
+    {
+      stdio: "ignore",
+    },
+  );
+  perf.on("error", (err) => log(`  perf record could not run: ${err.message}`));
+  log(`  perf record of ${pids.join(", ")} -> ${file}`);
+  return () => perf.kill("SIGINT");
 }
 
 interface OdgmNode {
@@ -248,6 +278,7 @@ async function grpcLoad(o: {
   let threadsA: Map<number, ThreadCpu>[] = [];
   let threadsB: Map<number, ThreadCpu>[] = [];
   const threads = (): Map<number, ThreadCpu>[] => (args.threads ? o.pids.map(threadCpu) : []);
+  let stopPerf = (): void => undefined;
   const out = await runTool(
     o.bin,
     [
@@ -263,7 +294,9 @@ async function grpcLoad(o: {
         if (l === "window-start") {
           cpuA = cpu();
           threadsA = threads();
+          if (o.maxRequests === undefined) stopPerf = startPerf(o.pids);
         } else if (l === "window-end") {
+          stopPerf();
           cpuB = cpu();
           threadsB = threads();
         }

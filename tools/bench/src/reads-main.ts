@@ -124,6 +124,7 @@ async function main(): Promise<void> {
       dataCheck: H2loadRun["data"],
       port = odgmPort,
       inflight = INFLIGHT,
+      connections = 1,
     ) =>
     (n: number, logFile: string | undefined) =>
       runH2load({
@@ -131,7 +132,7 @@ async function main(): Promise<void> {
         path: rpc,
         body: file,
         n,
-        connections: 1,
+        connections,
         inflight,
         data: dataCheck,
         timeoutMs,
@@ -210,6 +211,29 @@ async function main(): Promise<void> {
     odgmRpc("grpc.Capabilities", "gRPC Capabilities (empty request)", "Capabilities", empty, {
       atLeast: 6,
     }),
+    // The same two calls from 64 connections with one call in flight each, as bench:writes
+    // and bench:cluster drive writes: what a connection costs Node's HTTP/2 per call.
+    {
+      key: "h2.empty.c64",
+      label: `raw node:http2, empty gRPC reply, ${INFLIGHT} connections`,
+      server: "h2",
+      inflight: INFLIGHT,
+      run: grpc("/oprc.DataService/Capabilities", empty, { exact: 5 }, h2.port, INFLIGHT, INFLIGHT),
+    },
+    {
+      key: "grpc.Capabilities.c64",
+      label: `gRPC Capabilities (empty request), ${INFLIGHT} connections`,
+      server: "odgm",
+      inflight: INFLIGHT,
+      run: grpc(
+        "/oprc.DataService/Capabilities",
+        empty,
+        { atLeast: 6 },
+        odgmPort,
+        INFLIGHT,
+        INFLIGHT,
+      ),
+    },
     odgmRpc("grpc.GetValue", "gRPC GetValue, numeric id", "GetValue", getValue, { atLeast: 20 }),
     odgmRpc("grpc.GetValue.str", "gRPC GetValue, string id", "GetValue", getValueStr, {
       atLeast: 20,
@@ -331,6 +355,22 @@ async function main(): Promise<void> {
         : "not met",
   ];
   const list1 = spread(of("grpc.ListValues.100@1", (s) => s.p50Us));
+  const perConnection = [
+    ["raw node:http2, empty reply", "h2.empty.c64", "h2.empty"],
+    ["odgm, Capabilities", "grpc.Capabilities.c64", "grpc.Capabilities"],
+  ].map(([what, many, one]) => [
+    what as string,
+    fmtRatioSpread(r(many as string, one as string, cpu)),
+    fmtRatioSpread(r(many as string, one as string, rps)),
+  ]);
+  const overRaw = [
+    ["one connection", "grpc.Capabilities", "h2.empty"],
+    [`${INFLIGHT} connections`, "grpc.Capabilities.c64", "h2.empty.c64"],
+  ].map(([what, a, b]) => [
+    what as string,
+    fmtRatioSpread(r(a as string, b as string, cpu)),
+    fmtRatioSpread(r(a as string, b as string, rps)),
+  ]);
   const budgets = [
     budget(
       "gRPC GetValue req/s vs raw node:http2",
@@ -372,7 +412,7 @@ async function main(): Promise<void> {
   const text = [
     "# Request paths at the server: h2load and redis-benchmark",
     "",
-    `Command: \`${command}\` — ${ROUNDS} round(s) of ${REQUESTS} requests per subject (h2load: one HTTP/2 connection with ${INFLIGHT} streams in flight for gRPC, ${INFLIGHT} HTTP/1.1 connections for REST and Hono; redis-benchmark: ${INFLIGHT} connections), after a warm-up of a tenth as many; subjects in a fresh order each round; medians over rounds.`,
+    `Command: \`${command}\` — ${ROUNDS} round(s) of ${REQUESTS} requests per subject (h2load: one HTTP/2 connection with ${INFLIGHT} streams in flight for gRPC unless a subject names ${INFLIGHT} connections (one call in flight on each), ${INFLIGHT} HTTP/1.1 connections for REST and Hono; redis-benchmark: ${INFLIGHT} connections), after a warm-up of a tenth as many; subjects in a fresh order each round; medians over rounds.`,
     `Machine: ${machine.cores} × ${machine.cpuModel}, Node ${machine.node}, load ${fmtLoad(machine.loadStart)} at the start, ${fmtLoad(loadEnd)} at the end. Date: ${new Date().toISOString().slice(0, 10)}.`,
     "",
     "Server CPU is the serving process's user+system time from `/proc/<pid>/stat` over the measured run, divided by its requests; the load generators are C programs in their own processes.",
@@ -385,6 +425,12 @@ async function main(): Promise<void> {
     "## Budgets (issue 16), same-run ratios: median (min–max) over rounds",
     "",
     renderTable(["budget", "measured", "goal", "verdict"], budgets),
+    `## ${INFLIGHT} connections with one call each vs one connection with ${INFLIGHT} streams`,
+    "",
+    renderTable(["server", "CPU/request", "req/s"], perConnection),
+    "odgm's Capabilities against the raw reply, by how the calls arrive:",
+    "",
+    renderTable(["calls over", "CPU/request", "req/s"], overRaw),
     `ListValues of 100 at 1 in flight: the whole stream takes ${fmt(list1.median)} µs at the median (p50 over requests; min–max over rounds ${fmt(list1.min)}–${fmt(list1.max)} µs), an upper bound of the time to its first message (budget ≤ 5 ms: ${list1.median <= 5000 ? "met" : "not met"}). h2load times whole responses, not first messages.`,
     "",
   ].join("\n");
