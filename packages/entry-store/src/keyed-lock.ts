@@ -10,6 +10,11 @@ export class KeyedLock {
     return this.tails.size;
   }
 
+  /** True while a task for `key` runs or waits. */
+  busy(key: string): boolean {
+    return this.tails.has(key);
+  }
+
   /** Runs `fn` once every earlier task for `key` has settled. */
   async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.tails.get(key);

@@ -105,6 +105,40 @@ describe("ordered applier", () => {
     await store.close();
   });
 
+  it("plans a fully cached object at once, after the calls still waiting for its lock", async () => {
+    const gate = gatedEngine();
+    const store = await open(gate.engine);
+    await store.setEntry("o", "a", val("0")); // cached from here on, with `a` known
+    gate.hold();
+    // `b` is unknown: read under the object's lock. The calls behind it wait for that lock.
+    const first = store.setEntry("o", "b", val("1"));
+    const queued = [store.setEntry("o", "a", val("2")), store.setEntry("o", "a", val("3"))];
+    await tick();
+    expect(gate.held).toHaveLength(3);
+    // Nothing to read and nobody holding the lock: planned and handed to the engine before
+    // the call returns.
+    const known = store.setEntry("o", "a", val("4"));
+    expect(gate.held).toHaveLength(4);
+    // A write planned at once still waits for its durability.
+    let answered = false;
+    void known.then(() => {
+      answered = true;
+    });
+    await tick();
+    expect(answered).toBe(false);
+    await gate.release();
+    const results = await Promise.all([first, ...queued, known]);
+    expect(results.map((r) => r.versionAfter)).toEqual([2n, 3n, 4n, 5n]);
+    expect(results.map((r) => r.changed[0]?.action)).toEqual([
+      "create",
+      "update",
+      "update",
+      "update",
+    ]);
+    expect(dec.decode((await store.getEntry("o", "a")).entry?.value.data)).toBe("4");
+    await store.close();
+  });
+
   it("answers only once durable, and reads never see what is not durable", async () => {
     const gate = gatedEngine();
     const store = await open(gate.engine);

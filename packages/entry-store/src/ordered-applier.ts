@@ -92,6 +92,12 @@ interface Committed {
   readonly timestampMs: number;
 }
 
+/** What the cache knows of some entries of an object, and the keys it must read. */
+interface KnownEntries {
+  readonly out: Map<string, OpValue | undefined>;
+  readonly missing: readonly string[];
+}
+
 /** A mutation once applied. */
 export interface Applied {
   readonly result: MutationResult;
@@ -147,7 +153,11 @@ export class OrderedApplier {
   /** Applies one mutation; resolves once it is durable (or needs no write). */
   async apply(op: StoreOp, sync: boolean = this.options.sync): Promise<Applied> {
     for (let attempt = 1; ; attempt++) {
-      const planned = await this.lock.run(op.objectId, () => this.planAndSubmit(op, sync));
+      const now = this.inMemory(op);
+      const planned =
+        now !== undefined
+          ? this.submit(op, now.entry, now.state, undefined, sync)
+          : await this.lock.run(op.objectId, () => this.planAndSubmit(op, sync));
       if (planned === STALE) {
         if (attempt >= MAX_ATTEMPTS) throw staleError();
         continue;
@@ -200,30 +210,36 @@ export class OrderedApplier {
     try {
       const loaded = await this.loadState(op, entry);
       if (epoch !== this.epoch) return STALE;
-      const { state, crdt } = loaded;
-      let plan: MutationPlan;
-      try {
-        plan = planMutation(op, state, { ...this.options.env, crdt });
-      } catch (err) {
-        // A failed check (CAS) read planned state: answer once that state is durable.
-        return { outcome: this.afterDurable(entry, () => Promise.reject(StoreError.from(err))) };
-      }
-      if (plan.writes.length === 0) {
-        return {
-          outcome: this.afterDurable(entry, () => Promise.resolve({ result: plan.result, plan })),
-        };
-      }
-      return {
-        outcome: this.commit([{ id, entry, plan, timestampMs: op.timestampMs }], [], sync).then(
-          () => ({
-            result: plan.result,
-            plan,
-          }),
-        ),
-      };
+      return this.submit(op, entry, loaded.state, loaded.crdt, sync);
     } finally {
       entry.users--;
     }
+  }
+
+  /** Plans `op` on `state`, records the plan and submits its writes (nothing awaited). */
+  private submit(
+    op: StoreOp,
+    entry: CachedObject,
+    state: ObjectState,
+    crdt: CrdtMerge | undefined,
+    sync: boolean,
+  ): { outcome: Promise<Applied> } {
+    let plan: MutationPlan;
+    try {
+      plan = planMutation(op, state, { ...this.options.env, crdt });
+    } catch (err) {
+      // A failed check (CAS) read planned state: answer once that state is durable.
+      return { outcome: this.afterDurable(entry, () => Promise.reject(StoreError.from(err))) };
+    }
+    if (plan.writes.length === 0) {
+      return {
+        outcome: this.afterDurable(entry, () => Promise.resolve({ result: plan.result, plan })),
+      };
+    }
+    const committed = [{ id: op.objectId, entry, plan, timestampMs: op.timestampMs }];
+    return {
+      outcome: this.commit(committed, [], sync).then(() => ({ result: plan.result, plan })),
+    };
   }
 
   /**
@@ -249,32 +265,45 @@ export class OrderedApplier {
     });
     done.catch(() => undefined);
     const write: PendingWrite = { settled: false, done };
+    /** Plans `op` on `state`; a refusal every replica makes alike is its result. */
+    const planOne = (
+      op: StoreOp,
+      entry: CachedObject,
+      state: ObjectState,
+      crdt: CrdtMerge | undefined,
+    ): Committed | StoreError => {
+      let plan: MutationPlan;
+      try {
+        plan = planMutation(op, state, { ...this.options.env, crdt });
+      } catch (err) {
+        const e = StoreError.from(err);
+        if (e.code === "version_mismatch" || e.code === "invalid_argument") return e;
+        throw e;
+      }
+      // Later operations of this batch plan on top of this one.
+      if (plan.writes.length > 0) this.record(entry, plan, write);
+      return { id: op.objectId, entry, plan, timestampMs: op.timestampMs };
+    };
     for (const op of ops) {
       if (op === undefined) {
         out.push(undefined);
         continue;
       }
-      const planned = await this.lock.run(op.objectId, async () => {
-        const entry = await this.entryOf(op.objectId, epoch, op);
-        if (entry === undefined) return STALE;
-        try {
-          const { state, crdt } = await this.loadState(op, entry);
-          if (epoch !== this.epoch) return STALE;
-          let plan: MutationPlan;
-          try {
-            plan = planMutation(op, state, { ...this.options.env, crdt });
-          } catch (err) {
-            const e = StoreError.from(err);
-            if (e.code === "version_mismatch" || e.code === "invalid_argument") return e;
-            throw e;
-          }
-          // Later operations of this batch plan on top of this one.
-          if (plan.writes.length > 0) this.record(entry, plan, write);
-          return { id: op.objectId, entry, plan, timestampMs: op.timestampMs };
-        } finally {
-          entry.users--;
-        }
-      });
+      const now = epoch === this.epoch ? this.inMemory(op) : undefined;
+      const planned =
+        now !== undefined
+          ? planOne(op, now.entry, now.state, undefined)
+          : await this.lock.run(op.objectId, async () => {
+              const entry = await this.entryOf(op.objectId, epoch, op);
+              if (entry === undefined) return STALE;
+              try {
+                const { state, crdt } = await this.loadState(op, entry);
+                if (epoch !== this.epoch) return STALE;
+                return planOne(op, entry, state, crdt);
+              } finally {
+                entry.users--;
+              }
+            });
       if (planned === STALE) throw staleError();
       if (planned instanceof StoreError) {
         out.push(planned);
@@ -291,6 +320,33 @@ export class OrderedApplier {
       throw err;
     }
     return out;
+  }
+
+  /**
+   * The cached object and the state to plan `op` on, when `op` can be planned right away:
+   * its object is cached with everything the plan needs, and no other mutation holds or
+   * waits for the object's lock. Planning without yielding is then what the lock ensures.
+   */
+  private inMemory(op: StoreOp): { entry: CachedObject; state: ObjectState } | undefined {
+    if (this.lock.busy(op.objectId)) return undefined;
+    const entry = this.cache.get(op.objectId);
+    const state = entry === undefined ? undefined : this.knownState(op, entry);
+    return entry === undefined || state === undefined ? undefined : { entry, state };
+  }
+
+  /**
+   * What planning `op` needs, when the cached `entry` already holds all of it (no storage
+   * read, no CRDT library to load); otherwise `undefined`.
+   */
+  private knownState(op: StoreOp, entry: CachedObject): ObjectState | undefined {
+    const needs = stateNeeds(op, this.options.env);
+    if (needs.allKeys || entry.prefetched !== undefined) return undefined;
+    if (needs.blobAlways && entry.blob === undefined) return undefined;
+    if (op.kind === "merge_object" && hasCrdt(op.entries)) return undefined;
+    pruneDurable(entry);
+    const known = this.knownEntries(entry, needs.keys, needs.values);
+    if (known.missing.length > 0) return undefined;
+    return { meta: entry.meta, event: entry.event, blob: entry.blob, entries: known.out };
   }
 
   /** Loads what planning `op` needs into an {@link ObjectState}. */
@@ -377,13 +433,13 @@ export class OrderedApplier {
     all: boolean,
     values: boolean,
   ): Promise<Map<string, OpValue | undefined>> {
-    const out = new Map<string, OpValue | undefined>();
     // Entries read with the metadata on a cache miss serve this (first) plan only.
     const prefetched = entry.prefetched;
     entry.prefetched = undefined;
     const live = entry.meta !== undefined && !entry.meta.tombstone;
-    if (!live) return out;
+    if (!live) return new Map();
     if (all) {
+      const out = new Map<string, OpValue | undefined>();
       const [range] = entryRange(id) as [KeyRange];
       const it = this.options.kv.iterator("objects", {
         gte: range.gte,
@@ -408,18 +464,7 @@ export class OrderedApplier {
       }
       return out;
     }
-    const missing: string[] = [];
-    for (const key of keys) {
-      const p = entry.pending.get(key);
-      if (p !== undefined) {
-        if (p.value !== null) out.set(key, p.value);
-        continue;
-      }
-      // Presence is remembered; values are read.
-      const present = values ? undefined : entry.present.get(key);
-      if (present === undefined) missing.push(key);
-      else if (present) out.set(key, undefined);
-    }
+    const { out, missing } = this.knownEntries(entry, keys, values);
     if (missing.length === 0) return out;
     const infos = missing.map((k) => keyInfo(id, k));
     const raw =
@@ -442,6 +487,33 @@ export class OrderedApplier {
       out.set(info.key, storedValue(v, info.storageKey, info.key));
     }
     return out;
+  }
+
+  /**
+   * The entries `keys` of a live object as far as the cache knows them (pending changes,
+   * remembered presence; values only from pending changes), and the keys it does not know
+   * (none for an object that is not live: it has no entries).
+   */
+  private knownEntries(
+    entry: CachedObject,
+    keys: readonly string[],
+    values: boolean,
+  ): KnownEntries {
+    const out = new Map<string, OpValue | undefined>();
+    const missing: string[] = [];
+    if (entry.meta === undefined || entry.meta.tombstone) return { out, missing };
+    for (const key of keys) {
+      const p = entry.pending.get(key);
+      if (p !== undefined) {
+        if (p.value !== null) out.set(key, p.value);
+        continue;
+      }
+      // Presence is remembered; values are read.
+      const present = values ? undefined : entry.present.get(key);
+      if (present === undefined) missing.push(key);
+      else if (present) out.set(key, undefined);
+    }
+    return { out, missing };
   }
 
   /** Records `plan` as the object's planned state; its entry changes wait on `write`. */
