@@ -20,7 +20,7 @@ import { encodeEtcdPut, encodeSetKeyRequest, grpcFrame, writeBodyFile } from "./
 import { grpcClient } from "./clients.js";
 import { parseGrpcLoad } from "./generator-output.js";
 import { fmtLoad, machineInfo } from "./machine.js";
-import { checkComm, odgmBin, odgmListing } from "./odgm-bin.js";
+import { checkComm, odgmBin, odgmListing, odgmNodeFlags } from "./odgm-bin.js";
 import { processCpuUs, type ThreadCpu, threadCpu, threadCpuDelta } from "./proc-stat.js";
 import { type Child, killAllChildren, startChild } from "./processes.js";
 import { freePort } from "./redis.js";
@@ -47,6 +47,8 @@ const { values: args } = parseArgs({
     // the prefill), into a directory; odgm runs with `--perf-basic-prof` so JavaScript
     // frames have names. Read with `perf report -i FILE --sort pid,tid,sym`.
     perf: { type: "string" },
+    // Extra Node flags for every odgm process (space-separated), e.g. GC settings to compare.
+    "node-flags": { type: "string" },
     // Where each member's CPU went in every window: µs per write by thread name, user/system,
     // and the µs its threads were runnable but waited for a CPU (run queue).
     threads: { type: "boolean", default: false },
@@ -88,11 +90,15 @@ function log(msg: string): void {
 // ------------------------------------------------------------------------------ odgm
 
 const onlySubjects = args.only?.split(",");
-/** Node flags of an odgm member: CPU profiles of the three-node cluster, perf maps. */
+/**
+ * Node flags of an odgm member: those `pnpm odgm` starts it with, then CPU profiles of the
+ * three-node cluster, perf maps and `--node-flags` when asked.
+ */
 function nodeArgs(count: number): string[] {
   const dir = args["cpu-prof"];
   const perf = args.perf;
   return [
+    ...odgmNodeFlags(),
     ...(dir === undefined || count !== 3
       ? []
       : ["--cpu-prof", "--cpu-prof-dir", path.resolve(dir)]),
@@ -100,6 +106,7 @@ function nodeArgs(count: number): string[] {
     ...(perf === undefined
       ? []
       : ["--perf-basic-prof", `--logfile=${path.resolve(perf, "v8-%p.log")}`]),
+    ...(args["node-flags"]?.split(" ").filter((f) => f !== "") ?? []),
   ];
 }
 

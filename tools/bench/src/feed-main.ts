@@ -16,7 +16,7 @@ import { encodeSetKeyRequest, grpcFrame, writeBodyFile } from "./body-files.js";
 import { parseH2load } from "./generator-output.js";
 import { startHarness } from "./harness.js";
 import { fmtLoad, machineInfo } from "./machine.js";
-import { odgmBin } from "./odgm-bin.js";
+import { odgmBin, odgmNodeFlags } from "./odgm-bin.js";
 import { processCpuUs } from "./proc-stat.js";
 import { type Child, startChild } from "./processes.js";
 import { percentile, permutation } from "./stats.js";
@@ -51,7 +51,7 @@ async function startNode(
   const child = await startChild({
     name,
     command: process.execPath,
-    args: [odgmBin()],
+    args: [...odgmNodeFlags(), odgmBin()],
     env: {
       ODGM_DATA_DIR: path.join(tmp, name),
       ODGM_HTTP_HOST: "127.0.0.1",

@@ -24,7 +24,7 @@ import { parseRedisBenchmarkCsv } from "./generator-output.js";
 import { type H2loadRun, runH2load } from "./h2load.js";
 import { startHarness } from "./harness.js";
 import { fmtLoad, machineInfo } from "./machine.js";
-import { odgmBin } from "./odgm-bin.js";
+import { odgmBin, odgmNodeFlags } from "./odgm-bin.js";
 import { processCpuUs } from "./proc-stat.js";
 import { killAllChildren, startChild, startChildScript } from "./processes.js";
 import { startRedis } from "./redis.js";
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
   const odgm = await startChild({
     name: "odgm",
     command: process.execPath,
-    args: [odgmBin()],
+    args: [...odgmNodeFlags(), odgmBin()],
     env: {
       ODGM_DATA_DIR: path.join(tmp, "odgm"),
       ODGM_HTTP_HOST: "127.0.0.1",

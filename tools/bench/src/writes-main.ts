@@ -30,7 +30,7 @@ import { parseCommandStats, parseGrpcLoad, parseRedisBenchmarkCsv } from "./gene
 import { runH2load } from "./h2load.js";
 import { fmtLoad, machineInfo } from "./machine.js";
 import type { Sample } from "./measure.js";
-import { checkComm, odgmBin, odgmListing } from "./odgm-bin.js";
+import { checkComm, odgmBin, odgmListing, odgmNodeFlags } from "./odgm-bin.js";
 import { processCpuUs, reapedChildrenCpuUs } from "./proc-stat.js";
 import { type Child, killAllChildren, rssBytes, startChild } from "./processes.js";
 import { type RedisInstance, startRedis } from "./redis.js";
@@ -113,7 +113,7 @@ async function startOdgm(dataDir: string): Promise<{ child: Child; url: string; 
     // The real node binary (process.execPath), not node_modules/.bin/node (a shell wrapper
     // whose pid would not be the server's).
     command: process.execPath,
-    args: [odgmBin()],
+    args: [...odgmNodeFlags(), odgmBin()],
     env: {
       ODGM_DATA_DIR: dataDir,
       ODGM_HTTP_HOST: "127.0.0.1",

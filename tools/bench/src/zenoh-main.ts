@@ -15,7 +15,7 @@ import { Config, Duration, open, type Session } from "@eclipse-zenoh/zenoh-ts";
 import { ValDataSchema } from "@oprc/grpc-api";
 import { grpcClient } from "./clients.js";
 import { fmtLoad, machineInfo } from "./machine.js";
-import { odgmBin } from "./odgm-bin.js";
+import { odgmBin, odgmNodeFlags } from "./odgm-bin.js";
 import { processCpuUs } from "./proc-stat.js";
 import { type Child, startChild } from "./processes.js";
 import { percentile, permutation } from "./stats.js";
@@ -77,7 +77,7 @@ async function startOdgm(dataDir: string, routerPort: number): Promise<Child> {
   return startChild({
     name: "odgm",
     command: process.execPath,
-    args: [odgmBin()],
+    args: [...odgmNodeFlags(), odgmBin()],
     env: {
       ODGM_DATA_DIR: dataDir,
       ODGM_HTTP_HOST: "127.0.0.1",
