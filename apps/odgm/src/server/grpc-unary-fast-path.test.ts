@@ -16,9 +16,19 @@ const impl = {
   capabilities: () => ({ stringIds: true }), // an init shape, not a message
   async getValue(
     req: { key: number; clsId: string },
-    ctx: { signal: AbortSignal; requestHeader: Headers },
+    ctx: {
+      signal: AbortSignal;
+      requestHeader: Headers;
+      responseHeader: Headers;
+      responseTrailer: Headers;
+    },
   ) {
     signals.push(ctx.signal);
+    if (req.key === 4) {
+      ctx.responseHeader.set("x-answer-header", "h");
+      ctx.responseHeader.set("content-type", "text/plain"); // the gRPC one wins
+      ctx.responseTrailer.set("x-answer-trailer", "t");
+    }
     if (req.key === 1) {
       await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
       throw ctx.signal.reason;
@@ -128,6 +138,14 @@ describe("createGrpcUnaryFastPath", () => {
     expect(instrumented).toContain("GetValue");
     const caps = await call("/oprc.DataService/Capabilities", frame(new Uint8Array()));
     expect(fromBinary(CapabilitiesResponseSchema, caps.body.subarray(5)).stringIds).toBe(true);
+  });
+
+  it("sends the headers and trailers a handler set", async () => {
+    const r = await call("/oprc.DataService/GetValue", getValue(4));
+    expect(r.headers["x-answer-header"]).toBe("h");
+    expect(r.headers["content-type"]).toBe("application/grpc+proto");
+    expect(r.trailers["x-answer-trailer"]).toBe("t");
+    expect(r.trailers["grpc-status"]).toBe("0");
   });
 
   it("errors: status, percent-encoded message, metadata in trailers; unexpected → INTERNAL", async () => {
