@@ -52,12 +52,7 @@ import {
   createDualProtocolServer,
   type Http2StreamHandler,
 } from "./server/dual-protocol-server.js";
-import {
-  isAuthenticatedPeer,
-  isAuthenticatedPeerStream,
-  peersOnly,
-  peersOnlyStreams,
-} from "./server/peer-auth.js";
+import { isAuthenticatedPeer, peersOnly, peersOnlyStreams } from "./server/peer-auth.js";
 import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 import type { ZenohService } from "./zenoh/zenoh-service.js";
@@ -478,27 +473,23 @@ export async function startOdgm(
 
     const restFetch = authorizer === undefined ? app.fetch : authorizer.guardFetch(app.fetch);
     const served = pipeline.handler(getRequestListener(restFetch) as never);
+    // Both ways a call comes in (the gRPC fast path first, then the handler) mark peer calls
+    // alike, and refuse a Raft call without a cluster certificate alike.
+    const isPeer = (socket: unknown): boolean =>
+      tlsFiles?.ca !== undefined && isAuthenticatedPeer(socket);
     const handler: typeof served =
       authorizer === undefined
         ? served
         : (req, res) => {
-            authorizer.markPeer(
-              req.headers,
-              tlsFiles?.ca !== undefined && isAuthenticatedPeer(req),
-            );
+            authorizer.markPeer(req.headers, isPeer(req.socket));
             served(req, res);
           };
-    // The gRPC fast path takes its calls before the handler, with the same peer marking and
-    // the same refusal of uncertified Raft callers.
     const fast = pipeline.streamHandler;
     const marked: Http2StreamHandler | undefined =
       fast === undefined || authorizer === undefined
         ? fast
         : (stream, headers) => {
-            authorizer.markPeer(
-              headers,
-              tlsFiles?.ca !== undefined && isAuthenticatedPeerStream(stream),
-            );
+            authorizer.markPeer(headers, isPeer(stream.session?.socket));
             return fast(stream, headers);
           };
     const streamHandler =

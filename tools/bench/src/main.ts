@@ -11,6 +11,7 @@ import type { DataService, Health } from "@oprc/grpc-api";
 import { grpcClient, type HttpClient, healthClient, httpClient, pick } from "./clients.js";
 import { fmtLoad, machineInfo } from "./machine.js";
 import { measure, type Sample, type Subject, sampleKey } from "./measure.js";
+import { odgmNodeFlags } from "./odgm-bin.js";
 import {
   BIG_OBJECT,
   benchValue,
@@ -121,7 +122,7 @@ async function startOdgm(
   const child = await startChild({
     name,
     command: process.execPath,
-    args: [...NODE_FLAGS, ...prof, odgmBin()],
+    args: [...NODE_FLAGS, ...odgmNodeFlags(), ...prof, odgmBin()],
     env: {
       ODGM_DATA_DIR: dataDir,
       ODGM_HTTP_HOST: "127.0.0.1",

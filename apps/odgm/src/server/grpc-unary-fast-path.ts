@@ -15,7 +15,7 @@ import {
   type HandlerCallInit,
   type HandlerFn,
 } from "./handler-call.js";
-import { IncomingHeaders, OutgoingHeaders } from "./lazy-headers.js";
+import { IncomingHeaders } from "./lazy-headers.js";
 
 /** One service whose unary methods the fast path serves. */
 export interface FastPathService {
@@ -66,10 +66,9 @@ interface Route {
 const MAX_TIMEOUT_MS = Number.MAX_SAFE_INTEGER;
 const CONTENT_TYPE_PROTO = "application/grpc+proto";
 
-/** Copies the entries of `h` into `out` (nothing to copy when `h` never held any). */
+/** Copies the entries of `h` into `out` (an unset OutgoingHeaders walks nothing). */
 function copyHeaders(h: Headers | undefined, out: Record<string, string>): void {
-  if (h === undefined || (h instanceof OutgoingHeaders && h.empty)) return;
-  h.forEach((v, k) => {
+  h?.forEach((v, k) => {
     out[k] = v;
   });
 }
@@ -121,11 +120,9 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       headersSent = true;
       // Node's flat list form: no copy of an object into a prototype-less one per call.
       const header = [":status", "200", "content-type", CONTENT_TYPE_PROTO];
-      if (h !== undefined && !(h instanceof OutgoingHeaders && h.empty)) {
-        h.forEach((v, k) => {
-          if (k !== "content-type") header.push(k, v);
-        });
-      }
+      h?.forEach((v, k) => {
+        if (k !== "content-type") header.push(k, v);
+      });
       stream.respond(header, { waitForTrailers: true });
     };
     const finish = (

@@ -6,7 +6,7 @@
 //   a few names.
 // - OutgoingHeaders: the response headers and trailers of a handler context (connect's
 //   `responseHeader`, `responseTrailer`), which almost no handler sets: storage is made on
-//   the first set, and the fast path asks `empty` instead of walking two per call.
+//   the first set, and walking an unset one costs nothing.
 import type { IncomingHttpHeaders } from "node:http2";
 
 const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
@@ -103,14 +103,9 @@ export class IncomingHeaders implements Headers {
 /** No headers: what an {@link OutgoingHeaders} walks before anything was set (never changed). */
 const NONE = new Headers();
 
-/** A `Headers` that makes its storage on the first set; {@link empty} until then. */
+/** A `Headers` that makes its storage on the first set (reads and walks before it make none). */
 export class OutgoingHeaders implements Headers {
   #own: Headers | undefined;
-
-  /** True while nothing was ever set (one set and deleted again still counts). */
-  get empty(): boolean {
-    return this.#own === undefined;
-  }
 
   #made(): Headers {
     this.#own ??= new Headers();

@@ -2,7 +2,7 @@
 // client certificate the cluster's CA signed. Other services need no certificate (with
 // bearer tokens on, auth/authorizer.ts checks them, and trusts authenticated peers).
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse, ServerHttp2Stream } from "node:http2";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import type { Http2StreamHandler } from "./dual-protocol-server.js";
 
@@ -12,14 +12,12 @@ type Response = ServerResponse | Http2ServerResponse;
 /** Paths only cluster peers may call. */
 const PEER_ONLY = "/oprc.RaftService/";
 
-/** True when the connection presented a client certificate the server's CA signed. */
-export function isAuthenticatedPeer(req: Request): boolean {
-  return (req.socket as TLSSocket | undefined)?.authorized === true;
-}
-
-/** True when the stream's connection presented a client certificate the server's CA signed. */
-export function isAuthenticatedPeerStream(stream: ServerHttp2Stream): boolean {
-  return (stream.session?.socket as TLSSocket | undefined)?.authorized === true;
+/**
+ * True when the connection (a request's `socket`, an HTTP/2 stream's `session.socket`)
+ * presented a client certificate the server's CA signed.
+ */
+export function isAuthenticatedPeer(socket: unknown): boolean {
+  return (socket as TLSSocket | undefined)?.authorized === true;
 }
 
 /**
@@ -29,7 +27,7 @@ export function isAuthenticatedPeerStream(stream: ServerHttp2Stream): boolean {
  */
 export function peersOnlyStreams(handler: Http2StreamHandler): Http2StreamHandler {
   return (stream, headers) =>
-    (!headers[":path"]?.startsWith(PEER_ONLY) || isAuthenticatedPeerStream(stream)) &&
+    (!headers[":path"]?.startsWith(PEER_ONLY) || isAuthenticatedPeer(stream.session?.socket)) &&
     handler(stream, headers);
 }
 
@@ -41,7 +39,7 @@ export function peersOnly<Req extends Request, Res extends Response>(
   handler: (req: Req, res: Res) => void,
 ): (req: Req, res: Res) => void {
   return (req, res) => {
-    if (!req.url?.startsWith(PEER_ONLY) || isAuthenticatedPeer(req)) {
+    if (!req.url?.startsWith(PEER_ONLY) || isAuthenticatedPeer(req.socket)) {
       handler(req, res);
       return;
     }
