@@ -28,6 +28,7 @@ import { createWatchServiceImpl } from "./changefeed/watch-service.js";
 import { createClusterServiceImpl, registerClusterRoutes } from "./cluster/cluster-admin.js";
 import { type ClusterHooks, ClusterNode } from "./cluster/cluster-node.js";
 import { createPartitionRouter } from "./cluster/partition-router.js";
+import { RAFT_STREAM_PATH } from "./cluster/raft-transport.js";
 import {
   type CollectionRegistry,
   openCollectionRegistry,
@@ -57,8 +58,6 @@ import { createServerPipeline } from "./server/server-pipeline.js";
 import { createShardManager, type ShardManager } from "./shards/shard-manager.js";
 import type { ZenohService } from "./zenoh/zenoh-service.js";
 
-/** The path of the Raft stream peers keep open to a node (`oprc.RaftService/Stream`). */
-const RAFT_STREAM_PATH = `/${RaftService.typeName}/${RaftService.method.stream.name}`;
 /** Name of the shard holding the node's own records (collection registry). */
 const NODE_SHARD = "__odgm__";
 /** Collection created on first start when none is configured, so a new node is usable. */
@@ -395,7 +394,8 @@ export async function startOdgm(
         { service: CollectionService, impl: createCollectionServiceImpl(collectionAdmin) },
         { service: ClusterService, impl: createClusterServiceImpl(clusterNode) },
         { service: MaintenanceService, impl: maintenance },
-        { service: RaftService, impl: clusterNode.raftService() },
+        // The Raft stream (client streaming) on the fast path: one decode per batch.
+        { service: RaftService, impl: clusterNode.raftService(), streams: true },
         {
           service: WatchService,
           impl: createWatchServiceImpl({

@@ -6,13 +6,12 @@
 //   0x00 0x03            → head revision (u64 BE), the last revision assigned
 //   0x01 <revision u64>  → `ChangeRecord` (protobuf)
 //   0x02 <name UTF-8>    → a reader's cursor (u64 BE): the last revision it has finished
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import {
   ChangeAction,
   type ChangeRecord,
   ChangeRecordSchema,
   type KeyChange,
-  KeyChangeSchema,
 } from "@oprc/grpc-api/messages";
 import { parseCanonicalU64 } from "@oprc/oprc-id";
 import { encodeChangeRecord } from "./change-record-codec.js";
@@ -100,32 +99,36 @@ export function changeLogWrites(
     const r = plan.result;
     if (!r.wrote) continue;
     rev++;
-    const changes: KeyChange[] = r.changed.map((c) => {
+    // Literals, not create(): this runs for every mutation on every replica, and every
+    // field is set (create() walks the schema for each message).
+    const changes: KeyChange[] = r.changed.map((c): KeyChange => {
       const value = values && c.action !== "delete" ? plan.entryChanges.get(c.key) : undefined;
-      return create(KeyChangeSchema, {
+      const change: KeyChange = {
+        $typeName: "oprc.KeyChange",
         key: c.key,
         numeric: c.numeric,
         action: ACTIONS[c.action],
-        ...(value === undefined || value === null
-          ? {}
-          : { value: { data: value.data, type: value.type } }),
-      });
+      };
+      if (value !== undefined && value !== null) {
+        change.value = { $typeName: "oprc.ValData", data: value.data, type: value.type };
+      }
+      return change;
     });
     const numeric = parseCanonicalU64(id);
-    const record = create(ChangeRecordSchema, {
+    const record: ChangeRecord = {
+      $typeName: "oprc.ChangeRecord",
       revision: rev,
       objectIdStr: id,
-      ...(numeric === undefined ? {} : { objectId: numeric }),
       versionBefore: r.versionBefore,
       versionAfter: r.versionAfter,
       timestampMs: BigInt(Math.max(0, Math.trunc(timestampMs))),
       changes,
       exists: r.exists,
-      ...(content.triggers && r.eventConfig !== undefined ? { event: r.eventConfig } : {}),
-      ...(cap !== undefined && changes.length > cap
-        ? { triggerKeysSkipped: changes.length - cap }
-        : {}),
-    });
+      partitionId: 0,
+      triggerKeysSkipped: cap !== undefined && changes.length > cap ? changes.length - cap : 0,
+    };
+    if (numeric !== undefined) record.objectId = numeric;
+    if (content.triggers && r.eventConfig !== undefined) record.event = r.eventConfig;
     writes.push({
       type: "put",
       keyspace: "system",

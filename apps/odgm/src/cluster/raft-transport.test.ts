@@ -1,11 +1,13 @@
 // The Raft transport over real HTTP/2 on loopback: batching across groups on one long-lived
 // stream, malformed envelopes refused without failing the batch, an unreachable or stalled
-// peer reported and retried, and the streams a stopping node ends.
+// peer reported and retried, and the streams a stopping node ends. Every case runs against
+// both servers a node may answer with: the gRPC fast path (the default) and connect-node.
 import { createServer, type Http2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
+  type RaftBatch,
   RaftEnvelopeSchema,
   RaftMessageSchema,
   type RaftMessageType,
@@ -13,6 +15,7 @@ import {
 } from "@oprc/grpc-api";
 import { createMessage, type Message } from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
+import { createGrpcUnaryFastPath } from "../server/grpc-unary-fast-path.js";
 import {
   createRaftServiceImpl,
   createRaftTransport,
@@ -31,9 +34,11 @@ interface Received {
   m: Message;
 }
 
-async function node(
+type ServerKind = "fast path" | "connect";
+
+async function nodeOf(
   id: number,
-  options: { stall?: boolean; stop?: AbortSignal } = {},
+  options: { stall?: boolean; stop?: AbortSignal; server?: ServerKind } = {},
 ): Promise<{
   url: string;
   got: Received[];
@@ -54,25 +59,40 @@ async function node(
     ...(options.stop === undefined ? {} : { stop: options.stop }),
   });
   const out = { url: "", got, rejected, calls, streams: 0 };
-  const handler = connectNodeAdapter({
-    routes: (r) =>
-      r.service(RaftService, {
-        stream(requests) {
-          out.streams++;
-          // A stalled peer never reads what it is sent.
-          if (options.stall === true) return new Promise(() => undefined);
-          return impl.stream(
-            (async function* () {
-              for await (const req of requests) {
-                calls.push(req.messages.length);
-                yield req;
-              }
-            })(),
-          );
-        },
-      }),
-  });
-  const server = createServer(handler);
+  const raft = {
+    stream(requests: AsyncIterable<RaftBatch>) {
+      out.streams++;
+      // A stalled peer never reads what it is sent.
+      if (options.stall === true) return new Promise<never>(() => undefined);
+      return impl.stream(
+        (async function* () {
+          for await (const req of requests) {
+            calls.push(req.messages.length);
+            yield req;
+          }
+        })(),
+      );
+    },
+  };
+  let server: Http2Server;
+  if (options.server === "connect") {
+    server = createServer(
+      connectNodeAdapter({ routes: (r) => r.service(RaftService, raft as never) }),
+    );
+  } else {
+    const fast = createGrpcUnaryFastPath({
+      services: [{ service: RaftService, impl: raft, streams: true }],
+      readMaxBytes: 4 << 20,
+      writeMaxBytes: 4 << 20,
+      interceptors: [],
+    });
+    server = createServer();
+    server.on("stream", (stream, headers) => {
+      if (fast(stream, headers)) return;
+      stream.respond({ ":status": 404 });
+      stream.end();
+    });
+  }
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   out.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -84,7 +104,10 @@ const until = async (cond: () => boolean): Promise<void> => {
   expect(cond()).toBe(true);
 };
 
-describe("raft transport", () => {
+describe.each<ServerKind>(["fast path", "connect"])("raft transport, %s server", (server) => {
+  const node = (id: number, options: { stall?: boolean; stop?: AbortSignal } = {}) =>
+    nodeOf(id, { ...options, server });
+
   it("batches the messages of every group bound for a peer, on one stream", async () => {
     const peer = await node(2);
     const t = createRaftTransport({
@@ -209,5 +232,22 @@ describe("raft transport", () => {
     t.send("c/0", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 })]);
     await until(() => (t.stats()[0]?.failures ?? 0) >= 2);
     expect(peer.got.length).toBe(1);
+  });
+
+  it("a peer that refuses the stream ends it with its status; the sender reports that error", async () => {
+    // Node 3 answers on the address the sender has for node 2.
+    const wrong = await node(3);
+    const errors: unknown[] = [];
+    const t = createRaftTransport({
+      nodeId: 1,
+      addressOf: () => wrong.url,
+      onError: (err) => errors.push(err),
+    });
+    transports.push(t);
+    t.send("g", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 })]);
+    await until(() => errors.length > 0);
+    expect(String(errors[0])).toMatch(/this is node 3, not node 2/);
+    expect(wrong.got).toHaveLength(0);
+    expect(t.stats()[0]?.connected).toBe(false);
   });
 });

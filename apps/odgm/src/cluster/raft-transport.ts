@@ -4,10 +4,12 @@
 // bound for one peer are batched; one batch per peer is being written at a time, and what
 // arrives meanwhile forms the next. A failed or stalled stream drops what it carried (Raft
 // resends), tells the groups it carried that the peer is unreachable, and is reopened after
-// a backoff.
-import { create } from "@bufbuild/protobuf";
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+// a backoff. The sending half writes gRPC frames on the HTTP/2 stream itself (no client
+// library pipeline per batch); any gRPC server of `oprc.RaftService` can read them.
+import { type ClientHttp2Stream, constants } from "node:http2";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { Http2SessionManager } from "@connectrpc/connect-node";
 import {
   type RaftBatch,
   type RaftBatchAck,
@@ -17,8 +19,11 @@ import {
   RaftService,
 } from "@oprc/grpc-api";
 import type { Message } from "@oprc/raft-log";
-import { BatchChannel } from "./batch-channel.js";
+import { frameMessage } from "../server/grpc-framing.js";
 import { fromWireMessage, isWireMessage, toWireMessage } from "./raft-wire.js";
+
+/** The path of the Raft stream (`oprc.RaftService/Stream`). */
+export const RAFT_STREAM_PATH: string = `/${RaftService.typeName}/${RaftService.method.stream.name}`;
 
 /** Options of {@link createRaftTransport}. */
 export interface RaftTransportOptions {
@@ -92,7 +97,9 @@ const BACKOFF_MAX_MS = 2000;
 
 /** One open `Stream` call to a peer. */
 interface PeerStream {
-  readonly input: BatchChannel<RaftBatch>;
+  /** The HTTP/2 stream, once the session opened it. */
+  readonly opened: Promise<ClientHttp2Stream>;
+  h2: ClientHttp2Stream | undefined;
   /** Groups whose messages went on this stream (told on failure: those may be lost). */
   readonly groups: Set<string>;
   /** Messages of the batch being written, 0 when none. */
@@ -103,7 +110,6 @@ interface Peer {
   readonly id: number;
   queue: RaftEnvelope[];
   bytes: number[];
-  client: Client<typeof RaftService> | undefined;
   session: Http2SessionManager | undefined;
   url: string | undefined;
   stream: PeerStream | undefined;
@@ -141,7 +147,6 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         id,
         queue: [],
         bytes: [],
-        client: undefined,
         session: undefined,
         url: undefined,
         stream: undefined,
@@ -161,12 +166,11 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     return p;
   };
 
-  const clientOf = (p: Peer): Client<typeof RaftService> | undefined => {
+  const sessionOf = (p: Peer): Http2SessionManager | undefined => {
     const url = options.addressOf(p.id);
     if (url === undefined) return undefined;
-    if (p.client === undefined || p.url !== url) {
-      p.stream?.input.close(new Error(`node ${p.id} moved to ${url}`));
-      p.stream = undefined;
+    if (p.session === undefined || p.url !== url) {
+      if (p.stream !== undefined) fail(p, p.stream, new Error(`node ${p.id} moved to ${url}`));
       p.session?.abort();
       p.url = url;
       // Pings find a dead peer (a cut link looks like silence, not a refusal).
@@ -175,12 +179,8 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         { pingIntervalMs: 2000, pingTimeoutMs: 2000, idleConnectionTimeoutMs: 60_000 },
         options.tls,
       );
-      p.client = createClient(
-        RaftService,
-        createGrpcTransport({ baseUrl: url, sessionManager: p.session }),
-      );
     }
-    return p.client;
+    return p.session;
   };
 
   /** Ends `s` after an error: what it carried may be lost, so its groups hear of it. */
@@ -188,10 +188,10 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     if (closed || p.stream !== s) return;
     p.stream = undefined;
     p.connected = false;
-    s.input.close(err);
+    cancel(s);
     // The next stream starts on a fresh connection (the old one may be the stalled one).
     p.session?.abort();
-    p.client = undefined;
+    p.session = undefined;
     p.failures++;
     p.dropped += s.writing;
     p.backoffMs = Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, p.backoffMs * 2));
@@ -201,19 +201,63 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     schedule(p);
   };
 
+  /** Follows the answer side of `h2`: any end of the call (an answer, a reset) fails it. */
+  const watch = (p: Peer, s: PeerStream, h2: ClientHttp2Stream, session: Http2SessionManager) => {
+    let status: { code: string; message: string } | undefined;
+    const statusOf = (h: Record<string, unknown>): void => {
+      const code = h["grpc-status"];
+      if (typeof code === "string") {
+        const message = h["grpc-message"];
+        status = { code, message: typeof message === "string" ? message : "" };
+      }
+    };
+    h2.on("response", (h) => {
+      if (h[":status"] !== 200) {
+        fail(p, s, new ConnectError(`HTTP status ${h[":status"]}`, Code.Unavailable));
+      }
+      statusOf(h);
+    });
+    h2.on("trailers", statusOf);
+    // The answer (one acknowledgement) is read and dropped; reading keeps pings verified.
+    h2.on("data", () => session.notifyResponseByteRead(h2));
+    h2.on("error", (err) => fail(p, s, err));
+    // The answer's end (its trailers) ends the call: this side stays open until closed, so
+    // "close" alone would not come.
+    const ended = (): void => {
+      const code = Number(status?.code ?? Code.Unavailable);
+      const why =
+        status === undefined || code === 0
+          ? `the peer ended the Raft stream${h2.rstCode ? ` (reset ${h2.rstCode})` : ""}`
+          : decodeMessage(status.message);
+      fail(p, s, new ConnectError(why, code === 0 ? Code.Unavailable : (code as Code)));
+    };
+    h2.on("end", ended);
+    h2.on("close", ended);
+  };
+
   const streamOf = (p: Peer): PeerStream | undefined => {
-    const client = clientOf(p);
-    if (client === undefined) return undefined;
+    const session = sessionOf(p);
+    if (session === undefined) return undefined;
     if (p.stream === undefined) {
       const s: PeerStream = {
-        input: new BatchChannel<RaftBatch>(),
+        opened: session.request(
+          "POST",
+          RAFT_STREAM_PATH,
+          { "content-type": "application/grpc+proto", te: "trailers" },
+          {},
+        ),
+        h2: undefined,
         groups: new Set(),
         writing: 0,
       };
       p.stream = s;
       p.streams++;
-      client.stream(s.input).then(
-        () => fail(p, s, new ConnectError("the peer ended the Raft stream", Code.Unavailable)),
+      s.opened.then(
+        (h2) => {
+          s.h2 = h2;
+          if (p.stream !== s) cancel(s);
+          else watch(p, s, h2, session);
+        },
         (err: unknown) => fail(p, s, err),
       );
     }
@@ -263,31 +307,39 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       timeoutMs,
     );
     stalled.unref();
-    s.input
-      .offer(
-        create(RaftBatchSchema, {
-          fromNode: BigInt(options.nodeId),
-          toNode: BigInt(p.id),
-          messages: envelopes,
-        }),
-      )
-      .then(
-        () => {
-          clearTimeout(stalled);
-          if (p.stream !== s) return;
-          s.writing = 0;
-          p.connected = true;
-          p.batches++;
-          p.messages += envelopes.length;
-          p.backoffMs = 0;
-          p.retryAt = 0;
-          if (p.queue.length > 0) flush(p);
+    // A literal, not create(): create() walks every envelope and message it is given.
+    const batch: RaftBatch = {
+      $typeName: "oprc.RaftBatch",
+      fromNode: BigInt(options.nodeId),
+      toNode: BigInt(p.id),
+      messages: envelopes,
+    };
+    const frame = frameMessage(toBinary(RaftBatchSchema, batch));
+    const written = (err: Error | null | undefined): void => {
+      clearTimeout(stalled);
+      if (err) {
+        fail(p, s, err);
+        return;
+      }
+      if (p.stream !== s) return;
+      s.writing = 0;
+      p.connected = true;
+      p.batches++;
+      p.messages += envelopes.length;
+      p.backoffMs = 0;
+      p.retryAt = 0;
+      if (p.queue.length > 0) flush(p);
+    };
+    // The callback runs once HTTP/2 took the bytes: a peer that stops reading holds it back.
+    if (s.h2 !== undefined) s.h2.write(frame, written);
+    else {
+      s.opened.then(
+        (h2) => {
+          if (p.stream === s) h2.write(frame, written);
         },
-        (err: unknown) => {
-          clearTimeout(stalled);
-          fail(p, s, err);
-        },
+        () => clearTimeout(stalled),
       );
+    }
   };
 
   return {
@@ -334,13 +386,31 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       closed = true;
       for (const p of peers.values()) {
         if (p.timer !== undefined) clearTimeout(p.timer);
-        p.stream?.input.close(new Error("the Raft transport closed"));
+        if (p.stream !== undefined) cancel(p.stream);
         p.session?.abort();
         p.queue = [];
         p.bytes = [];
       }
     },
   };
+}
+
+/** Closes `s` (at once, or once the session opened it). */
+function cancel(s: PeerStream): void {
+  const close = (h2: ClientHttp2Stream): void => {
+    if (!h2.closed) h2.close(constants.NGHTTP2_CANCEL);
+  };
+  if (s.h2 !== undefined) close(s.h2);
+  else s.opened.then(close, () => undefined);
+}
+
+/** A `grpc-message` trailer, percent-decoded (kept as sent when it does not decode). */
+function decodeMessage(m: string): string {
+  try {
+    return decodeURIComponent(m);
+  } catch {
+    return m;
+  }
 }
 
 /** Options of {@link createRaftServiceImpl}. */

@@ -1,14 +1,19 @@
-import { connect, createServer, type Http2Server } from "node:http2";
+import { type ClientHttp2Stream, connect, createServer, type Http2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   CapabilitiesResponseSchema,
   DataService,
+  type RaftBatch,
+  RaftBatchAckSchema,
+  RaftBatchSchema,
+  RaftService,
   SingleKeyRequestSchema,
   ValueResponseSchema,
 } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { frameMessage } from "./grpc-framing.js";
 import { createGrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
 
 const signals: AbortSignal[] = [];
@@ -41,14 +46,35 @@ const impl = {
     return create(ValueResponseSchema, { key: `${req.clsId}:${ctx.requestHeader.get("x-tag")}` });
   },
 };
+/** Batches the client-stream handler has read, as it reads them. */
+const seen: bigint[] = [];
+/** Whether each call the interceptor saw was a stream call. */
+const kinds: boolean[] = [];
+let stopAfter = Number.POSITIVE_INFINITY;
+const raft = {
+  async stream(requests: AsyncIterable<RaftBatch>) {
+    const groups: string[] = [];
+    for await (const b of requests) {
+      seen.push(b.toNode);
+      if (b.toNode === 0n) throw new ConnectError("node 0 is nobody", Code.InvalidArgument);
+      groups.push(String(b.toNode));
+      if (groups.length >= stopAfter) break;
+    }
+    return { unknownGroups: groups };
+  },
+};
 const instrumented: string[] = [];
 const fast = createGrpcUnaryFastPath({
-  services: [{ service: DataService, impl }],
+  services: [
+    { service: DataService, impl },
+    { service: RaftService, impl: raft, streams: true },
+  ],
   readMaxBytes: 1024,
   writeMaxBytes: 1024,
   interceptors: [
     (next) => (req) => {
       instrumented.push(req.method.name);
+      kinds.push(req.stream);
       return next(req);
     },
   ],
@@ -68,13 +94,7 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-const frame = (body: Uint8Array, flags = 0): Buffer => {
-  const out = Buffer.alloc(5 + body.length);
-  out[0] = flags;
-  out.writeUInt32BE(body.length, 1);
-  out.set(body, 5);
-  return out;
-};
+const frame = frameMessage;
 const getValue = (key: number) =>
   frame(toBinary(SingleKeyRequestSchema, create(SingleKeyRequestSchema, { clsId: "c", key })));
 
@@ -85,9 +105,10 @@ interface Answer {
   body: Buffer;
 }
 
+/** Calls `path` with `body`, or with what `body` writes (then ends) when it is a function. */
 function call(
   path: string,
-  body: Buffer,
+  body: Buffer | ((req: ClientHttp2Stream) => void),
   headers: Record<string, string> = {},
   cancelAfterMs?: number,
 ): Promise<Answer> {
@@ -110,20 +131,23 @@ function call(
       trailers = t;
     });
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () =>
+    req.on("end", () => {
       resolve({
         status: Number(head[":status"]),
         headers: head,
         trailers,
         body: Buffer.concat(chunks),
-      }),
-    );
+      });
+      // A client stream may still be open on this side: the answer ends the call.
+      req.close();
+    });
     req.on("close", () => {
       if (cancelAfterMs !== undefined)
         resolve({ status: 0, headers: {}, trailers: {}, body: Buffer.alloc(0) });
     });
     req.on("error", reject);
-    req.end(body);
+    if (typeof body === "function") body(req);
+    else req.end(body);
     if (cancelAfterMs !== undefined) setTimeout(() => req.close(), cancelAfterMs);
   }).finally(() => session.close());
 }
@@ -215,5 +239,75 @@ describe("createGrpcUnaryFastPath", () => {
       (await call("/oprc.DataService/GetValue", ok, { "content-type": "application/proto" }))
         .status,
     ).toBe(299);
+  });
+});
+
+describe("createGrpcUnaryFastPath, client streams", () => {
+  const batch = (toNode: bigint) =>
+    frame(toBinary(RaftBatchSchema, create(RaftBatchSchema, { fromNode: 1n, toNode })));
+
+  /** Writes `parts` one by one (each after `before(i)` resolves); ends unless `open`. */
+  function stream(
+    parts: Buffer[],
+    o: { before?: (i: number) => Promise<void>; open?: boolean } = {},
+  ): Promise<Answer> {
+    return call("/oprc.RaftService/Stream", (req) => {
+      void (async () => {
+        for (const [i, part] of parts.entries()) {
+          await o.before?.(i);
+          if (req.closed) return;
+          req.write(part);
+        }
+        if (o.open !== true) req.end();
+      })();
+    });
+  }
+  const ack = (a: Answer) => fromBinary(RaftBatchAckSchema, a.body.subarray(5)).unknownGroups;
+
+  it("hands each message to the handler as it arrives, and answers once it returns", async () => {
+    seen.length = 0;
+    kinds.length = 0;
+    stopAfter = Number.POSITIVE_INFINITY;
+    const a = await stream([batch(1n), batch(2n), batch(3n)], {
+      // Each batch waits for the handler to have read the one before: nothing is buffered
+      // until the end.
+      before: async (i) => {
+        for (let n = 0; n < 200 && seen.length < i; n++) await new Promise((r) => setTimeout(r, 5));
+      },
+    });
+    expect(seen).toEqual([1n, 2n, 3n]);
+    expect(a.status).toBe(200);
+    expect(a.trailers["grpc-status"]).toBe("0");
+    expect(ack(a)).toEqual(["1", "2", "3"]);
+    expect(kinds).toEqual([true]);
+  });
+
+  it("several messages in one chunk and one split across chunks", async () => {
+    seen.length = 0;
+    const all = Buffer.concat([batch(4n), batch(5n), batch(6n)]);
+    const a = await stream([all.subarray(0, 3), all.subarray(3, 20), all.subarray(20)]);
+    expect(seen).toEqual([4n, 5n, 6n]);
+    expect(ack(a)).toEqual(["4", "5", "6"]);
+  });
+
+  it("a handler that returns before the client ends answers at once", async () => {
+    stopAfter = 1;
+    try {
+      const a = await stream([batch(7n)], { open: true });
+      expect(a.trailers["grpc-status"]).toBe("0");
+      expect(ack(a)).toEqual(["7"]);
+    } finally {
+      stopAfter = Number.POSITIVE_INFINITY;
+    }
+  });
+
+  it("a handler's error and a framing error end the call with their status", async () => {
+    const refused = await stream([batch(0n)], { open: true });
+    expect(refused.trailers["grpc-status"]).toBe(String(Code.InvalidArgument));
+    expect(decodeURIComponent(String(refused.trailers["grpc-message"]))).toBe("node 0 is nobody");
+    const big = await stream([batch(1n), frame(new Uint8Array(2000))], { open: true });
+    expect(big.trailers["grpc-status"]).toBe(String(Code.ResourceExhausted));
+    const cut = await stream([batch(1n), batch(2n).subarray(0, 6)]);
+    expect(cut.trailers["grpc-status"]).toBe(String(Code.InvalidArgument));
   });
 });

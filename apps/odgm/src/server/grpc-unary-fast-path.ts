@@ -8,8 +8,10 @@ import {
 } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { frameMessage, GrpcMessageReader } from "./grpc-framing.js";
 import {
   type CallMethod,
+  callClientStreamHandler,
   callServerStreamHandler,
   callUnaryHandler,
   type HandlerCallInit,
@@ -23,9 +25,11 @@ export interface FastPathService {
   /** The `ServiceImpl` of the service (the same handlers Connect runs). */
   readonly impl: object;
   /**
-   * Serve its server-streaming methods too (default false). Messages are framed and written
-   * in batches: whatever the handler yields before it next waits (a page read from storage,
-   * the changes of one commit) leaves in one write, up to 64 KiB.
+   * Serve its server-streaming and client-streaming methods too (default false). A server
+   * stream's messages are framed and written in batches: whatever the handler yields before
+   * it next waits (a page read from storage, the changes of one commit) leaves in one write,
+   * up to 64 KiB. A client stream's messages reach the handler as they arrive
+   * ({@link GrpcMessageReader}); its answer is written once it returns.
    */
   readonly streams?: boolean;
 }
@@ -49,7 +53,7 @@ export interface GrpcUnaryFastPathOptions {
  * Serves an HTTP/2 stream, or returns false (having touched nothing) to let the Connect
  * adapter serve it. Only plain binary gRPC unary calls (`application/grpc` or
  * `application/grpc+proto`, no message compression) of the listed services, and
- * server-streaming calls of those with {@link FastPathService.streams}, are taken;
+ * server- and client-streaming calls of those with {@link FastPathService.streams}, are taken;
  * everything else — other streams, gRPC-Web, Connect, JSON, compressed messages, other
  * services — goes to Connect.
  */
@@ -88,7 +92,9 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
   for (const { service, impl, streams: served } of options.services) {
     for (const method of service.methods) {
       const fn = (impl as Record<string, unknown>)[method.localName];
-      const streams = served === true && method.methodKind === "server_streaming";
+      const streams =
+        served === true &&
+        (method.methodKind === "server_streaming" || method.methodKind === "client_streaming");
       if (method.methodKind !== "unary" && !streams) continue;
       if (typeof fn !== "function") continue;
       routes.set(`/${service.typeName}/${method.name}`, {
@@ -189,6 +195,17 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       }
     });
 
+    if (route.method.methodKind === "client_streaming") {
+      // The handler reads the messages as they come; its one answer goes out like a stream's.
+      const messages = new GrpcMessageReader(stream, route.method.input, readMaxBytes, fail);
+      const init = callInit(headers, controller, timeout.timeoutMs);
+      callClientStreamHandler(route.method, route.impl, messages, init, interceptors).then(
+        (response) => sendStream(response, route.method.output),
+        fail,
+      );
+      return true;
+    }
+
     const chunks: Buffer[] = [];
     let received = 0;
     let declared = -1;
@@ -272,7 +289,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
           );
           return;
         }
-        finish(frame(out), undefined, response);
+        finish(frameMessage(out), undefined, response);
       }, fail);
     });
 
@@ -371,19 +388,10 @@ const framedCache = new WeakMap<object, Uint8Array>();
 function encodedFrame(desc: DescMessage, message: Message): Uint8Array {
   let out = framedCache.get(message);
   if (out === undefined) {
-    out = frame(toBinary(desc, message));
+    out = frameMessage(toBinary(desc, message));
     framedCache.set(message, out);
   }
   return out;
-}
-
-/** One gRPC length-prefixed message (not compressed). */
-function frame(message: Uint8Array): Uint8Array {
-  const framed = Buffer.allocUnsafe(5 + message.length);
-  framed[0] = 0;
-  framed.writeUInt32BE(message.length, 1);
-  framed.set(message, 5);
-  return framed;
 }
 
 /** Resolves once `stream` can take more, or closed. */

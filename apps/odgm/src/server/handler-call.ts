@@ -111,13 +111,17 @@ export function callUnaryHandler(
   return intercept(interceptors, handler)(request);
 }
 
-/** Calls a server-streaming handler through the interceptors. */
-export function callServerStreamHandler(
+/**
+ * Runs a stream call through the interceptors: they see the request messages as an async
+ * iterable and the answer as a stream, whichever side streams (connect's server does the
+ * same). `run` turns the (possibly replaced) request stream into the answer's messages.
+ */
+function callStream(
   method: CallMethod,
-  fn: HandlerFn,
-  message: Message,
   init: HandlerCallInit,
+  messages: AsyncIterable<Message>,
   interceptors: readonly Interceptor[],
+  run: (input: AsyncIterable<unknown>, context: HandlerContext) => Promise<AsyncIterable<Message>>,
 ): Promise<StreamResponse> {
   const request: StreamRequest = {
     stream: true,
@@ -128,24 +132,51 @@ export function callServerStreamHandler(
     signal: init.signal,
     header: init.header,
     contextValues: createContextValues(),
-    message: single(message),
+    message: messages,
   };
   const handler = async (r: StreamRequest): Promise<StreamResponse> => {
     const context = handlerContext(method, init, r);
-    // An interceptor may replace the request stream; the handler takes its one message.
-    let input: Message | undefined;
-    for await (const m of r.message) input ??= m as Message;
-    const out = fn((input ?? message) as never, context) as AsyncIterable<unknown>;
+    const message = await run(r.message, context);
     return {
       stream: true,
       service: method.parent,
       method: r.method,
       header: context.responseHeader,
       trailer: context.responseTrailer,
-      message: mapOutput(method, out),
+      message,
     };
   };
   return intercept(interceptors, handler)(request);
+}
+
+/** Calls a server-streaming handler through the interceptors. */
+export function callServerStreamHandler(
+  method: CallMethod,
+  fn: HandlerFn,
+  message: Message,
+  init: HandlerCallInit,
+  interceptors: readonly Interceptor[],
+): Promise<StreamResponse> {
+  return callStream(method, init, single(message), interceptors, async (input, context) => {
+    // An interceptor may replace the request stream; the handler takes its one message.
+    let first: Message | undefined;
+    for await (const m of input) first ??= m as Message;
+    const out = fn((first ?? message) as never, context) as AsyncIterable<unknown>;
+    return mapOutput(method, out);
+  });
+}
+
+/** Calls a client-streaming handler (the request messages as they arrive, one answer). */
+export function callClientStreamHandler(
+  method: CallMethod,
+  fn: HandlerFn,
+  messages: AsyncIterable<Message>,
+  init: HandlerCallInit,
+  interceptors: readonly Interceptor[],
+): Promise<StreamResponse> {
+  return callStream(method, init, messages, interceptors, async (input, context) =>
+    single(toOutput(method, await fn(input as never, context))),
+  );
 }
 
 async function* single(message: Message): AsyncIterable<Message> {
