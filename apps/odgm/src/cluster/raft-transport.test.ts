@@ -250,4 +250,20 @@ describe.each<ServerKind>(["fast path", "connect"])("raft transport, %s server",
     expect(wrong.got).toHaveLength(0);
     expect(t.stats()[0]?.connected).toBe(false);
   });
+
+  it("follows a peer to its new address, ending the old stream without counting a failure", async () => {
+    const before = await node(2);
+    const after = await node(2);
+    let url = before.url;
+    const t = createRaftTransport({ nodeId: 1, addressOf: () => url });
+    transports.push(t);
+    t.send("g", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 })]);
+    await until(() => before.got.length === 1);
+    url = after.url;
+    t.send("g", [createMessage({ type: "heartbeat", from: 1, to: 2, term: 2 })]);
+    await until(() => after.got.length === 1);
+    expect(after.got[0]?.m.term).toBe(2);
+    expect(before.got).toHaveLength(1);
+    expect(t.stats()[0]).toMatchObject({ failures: 0, streams: 2, connected: true });
+  });
 });

@@ -170,7 +170,9 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     const url = options.addressOf(p.id);
     if (url === undefined) return undefined;
     if (p.session === undefined || p.url !== url) {
-      if (p.stream !== undefined) fail(p, p.stream, new Error(`node ${p.id} moved to ${url}`));
+      // A peer that moved: its old stream ends quietly (as a stream opened anew would).
+      if (p.stream !== undefined) cancel(p.stream);
+      p.stream = undefined;
       p.session?.abort();
       p.url = url;
       // Pings find a dead peer (a cut link looks like silence, not a refusal).
@@ -336,6 +338,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       s.opened.then(
         (h2) => {
           if (p.stream === s) h2.write(frame, written);
+          else clearTimeout(stalled);
         },
         () => clearTimeout(stalled),
       );
@@ -398,6 +401,8 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
 /** Closes `s` (at once, or once the session opened it). */
 function cancel(s: PeerStream): void {
   const close = (h2: ClientHttp2Stream): void => {
+    // Whatever the stream still reports after this is of no interest.
+    h2.on("error", () => undefined);
     if (!h2.closed) h2.close(constants.NGHTTP2_CANCEL);
   };
   if (s.h2 !== undefined) close(s.h2);
