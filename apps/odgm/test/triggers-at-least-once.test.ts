@@ -5,12 +5,12 @@
 // configuration kept in the change log never reaches watchers.
 
 import { rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { DataService, TriggerPayloadSchema, WatchService } from "@oprc/grpc-api";
 import { afterEach, describe, expect, it } from "vitest";
+import { freePorts } from "./fixtures/cluster.js";
 import { type FunctionServer, startFunctionServer } from "./fixtures/function-server.js";
 import { type OdgmProcess, startOdgmProcess } from "./fixtures/odgm-process.js";
 import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
@@ -21,15 +21,6 @@ const cleanup: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f();
 });
-
-/** A loopback port nothing listens on (yet). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const { port } = s.address() as { port: number };
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
 
 const collection = (fnUrl: string) =>
   JSON.stringify([
@@ -55,7 +46,7 @@ describe("at-least-once trigger delivery", () => {
   it("delivers after SIGKILL what was acknowledged while the target was down", async () => {
     const dir = await tempDir("odgm-alo-");
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
-    const fnPort = await freePort();
+    const [fnPort] = await freePorts(1);
     const env = {
       ODGM_DATA_DIR: dir,
       ODGM_TRIGGER_DELIVERY: "at-least-once",
