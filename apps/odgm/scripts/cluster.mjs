@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { NODE_FLAGS } from "./node-flags.mjs";
 
 const bin = join(dirname(fileURLToPath(import.meta.url)), "..", "dist", "bin", "odgm.js");
 const ids = [1, 2, 3];
@@ -14,8 +15,9 @@ const members = ids.map((id) => `${id}=http://127.0.0.1:${7000 + id}`).join(",")
 const children = ids.map((id) => {
   const dataDir = resolve("data", `node-${id}`);
   mkdirSync(dataDir, { recursive: true });
-  // The real node binary (this process's), so a signal reaches the service itself.
-  const child = spawn(process.execPath, [bin], {
+  // The real node binary (this process's), so a signal reaches the service itself; the
+  // flags `pnpm odgm` runs it with.
+  const child = spawn(process.execPath, [...NODE_FLAGS, bin], {
     env: {
       ...process.env,
       ODGM_NODE_ID: String(id),
