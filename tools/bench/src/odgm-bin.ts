@@ -1,11 +1,13 @@
 // The odgm binary the C-load-generator benchmarks start, a check that a pid is the server
 // itself rather than a wrapper script, and the listing that verifies a run's write count.
 
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "@connectrpc/connect";
 import type { DataService } from "@oprc/grpc-api";
+// @ts-expect-error: a plain .mjs script of the odgm app, without type declarations
+import { NODE_FLAGS } from "../../../apps/odgm/scripts/node-flags.mjs";
 import { readProcStat } from "./proc-stat.js";
 
 const REPO = path.resolve(fileURLToPath(new URL("..", import.meta.url)), "..", "..");
@@ -48,19 +50,11 @@ export function odgmBin(): string {
 }
 
 /**
- * The Node flags `pnpm odgm` starts the service with (read from the root package.json's
- * `odgm` script), so the benchmarks run odgm as its users do.
+ * The Node flags odgm's launchers start the service with (`pnpm odgm`, `pnpm cluster`; the
+ * odgm app's tests check they agree), so the benchmarks run odgm as its users do.
  */
 export function odgmNodeFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8")) as {
-    scripts?: Record<string, string>;
-  };
-  const m = /node_modules\/node\/bin\/node((?: --[^ ]+)*) apps\/odgm\/dist\/bin\/odgm\.js/.exec(
-    pkg.scripts?.odgm ?? "",
-  );
-  if (m === null)
-    throw new Error("the root package.json's `odgm` script no longer starts odgm's bin with node");
-  return (m[1] as string).split(" ").filter((f) => f !== "");
+  return [...(NODE_FLAGS as string[])];
 }
 
 /** The process is the server itself (not a wrapper script): its name is `want`. */
