@@ -74,12 +74,10 @@ describe("GrpcMessageReader", () => {
         cutsArb,
         async (groups, short, cuts) => {
           const whole = Buffer.concat(groups.map(envelope));
-          const last = envelope(groups[groups.length - 1] as string);
           const out = await read(whole.subarray(0, whole.length - short), cuts);
           expect(out.groups).toEqual(groups.slice(0, -1));
           expect(out.error?.code).toBe(Code.InvalidArgument);
           expect(out.told).toHaveLength(1);
-          expect(last.length).toBeGreaterThan(short);
         },
       ),
       { numRuns: 100 },
