@@ -7,9 +7,9 @@ import { existsSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { DataService } from "@oprc/grpc-api";
+import { freePorts } from "@oprc/test-config/ports";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePorts } from "./fixtures/cluster.js";
 import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
 
 const CHROMIUM = process.env.ODGM_CHROMIUM ?? "/usr/bin/chromium";

@@ -15,10 +15,10 @@ import {
   WatchService,
 } from "@oprc/grpc-api";
 import { serveGateway } from "@oprc/rest-gateway";
+import { freePorts } from "@oprc/test-config/ports";
 import { EventSource } from "eventsource";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePorts } from "./fixtures/cluster.js";
 import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
 
 const enc = new TextEncoder();

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import net from "node:net";
+import { freePorts } from "@oprc/test-config/ports";
 import { Redis } from "ioredis";
 import { CALL_TIMEOUT_MS } from "./clients.js";
 import { type Child, startChild } from "./processes.js";
@@ -12,17 +12,9 @@ export function redisAvailable(): boolean {
   return existsSync(REDIS_SERVER);
 }
 
-/** A free TCP port on 127.0.0.1 (bound and released). */
+/** A free TCP port on 127.0.0.1 for a server started later (see `@oprc/test-config/ports`). */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const addr = s.address();
-      const port = typeof addr === "object" && addr !== null ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
+  return (await freePorts(1))[0] as number;
 }
 
 /** A redis-server the harness started, and a client of it. */
