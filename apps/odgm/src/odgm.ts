@@ -417,6 +417,7 @@ export async function startOdgm(
       ...(authorizer === undefined ? {} : { inProcessInterceptors: [authorizer.trustInterceptor] }),
       maxMessageBytes: config.limits.maxMessageBytes,
       fastPath: config.grpcFastPath,
+      onSendError: (err) => logger.error({ err }, "a gRPC answer could not be sent"),
     });
     /** The Zenoh side (ODGM_ZENOH_ENDPOINT), started once the server listens. */
     let zenoh: ZenohService | undefined;

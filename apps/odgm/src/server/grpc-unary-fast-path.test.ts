@@ -1,4 +1,10 @@
-import { type ClientHttp2Stream, connect, createServer, type Http2Server } from "node:http2";
+import {
+  type ClientHttp2Stream,
+  connect,
+  createServer,
+  type Http2Server,
+  type ServerHttp2Stream,
+} from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -12,9 +18,9 @@ import {
   SingleKeyRequestSchema,
   ValueResponseSchema,
 } from "@oprc/grpc-api";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { frameMessage } from "./grpc-framing.js";
-import { createGrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
+import { createGrpcUnaryFastPath, type GrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
 
 const signals: AbortSignal[] = [];
 const impl = {
@@ -64,28 +70,37 @@ const raft = {
   },
 };
 const instrumented: string[] = [];
-const fast = createGrpcUnaryFastPath({
-  services: [
-    { service: DataService, impl },
-    { service: RaftService, impl: raft, streams: true },
-  ],
-  readMaxBytes: 1024,
-  writeMaxBytes: 1024,
-  interceptors: [
-    (next) => (req) => {
-      instrumented.push(req.method.name);
-      kinds.push(req.stream);
-      return next(req);
-    },
-  ],
-});
+/** Answers the fast path could not send, as it reported them. */
+const sendErrors: unknown[] = [];
+const fastPath = () =>
+  createGrpcUnaryFastPath({
+    services: [
+      { service: DataService, impl },
+      { service: RaftService, impl: raft, streams: true },
+    ],
+    readMaxBytes: 1024,
+    writeMaxBytes: 1024,
+    interceptors: [
+      (next) => (req) => {
+        instrumented.push(req.method.name);
+        kinds.push(req.stream);
+        return next(req);
+      },
+    ],
+    onSendError: (err) => sendErrors.push(err),
+  });
+const fast = fastPath();
+/** The fast path the test server offers its streams to, after `tamper` changed them. */
+let active: GrpcUnaryFastPath = fast;
+let tamper: ((stream: ServerHttp2Stream) => void) | undefined;
 
 let server: Http2Server;
 let url: string;
 beforeAll(async () => {
   server = createServer();
   server.on("stream", (stream, headers) => {
-    if (fast(stream, headers)) return;
+    tamper?.(stream);
+    if (active(stream, headers)) return;
     stream.respond({ ":status": 299 });
     stream.end("fallback");
   });
@@ -309,5 +324,82 @@ describe("createGrpcUnaryFastPath, client streams", () => {
     expect(big.trailers["grpc-status"]).toBe(String(Code.ResourceExhausted));
     const cut = await stream([batch(1n), batch(2n).subarray(0, 6)]);
     expect(cut.trailers["grpc-status"]).toBe(String(Code.InvalidArgument));
+  });
+});
+
+describe("createGrpcUnaryFastPath, when Node refuses an answer", () => {
+  afterEach(() => {
+    active = fast;
+    tamper = undefined;
+    sendErrors.length = 0;
+  });
+
+  it("on a Node that refuses flat header lists (22.19 does), answers with header objects", async () => {
+    // A fresh fast path: what it learns here would stay with it.
+    active = fastPath();
+    const forms: string[] = [];
+    tamper = (stream) => {
+      const respond = stream.respond.bind(stream);
+      stream.respond = (headers, options) => {
+        forms.push(Array.isArray(headers) ? "list" : "object");
+        if (Array.isArray(headers)) {
+          // What Node 22.19 throws.
+          throw Object.assign(
+            new TypeError(
+              'The "headers" argument must be of type object. Received an instance of Array',
+            ),
+            { code: "ERR_INVALID_ARG_TYPE" },
+          );
+        }
+        respond(headers, options);
+      };
+    };
+    const plain = await call("/oprc.DataService/GetValue", getValue(9), { "x-tag": "a" });
+    expect(plain.status).toBe(200);
+    expect(plain.headers["content-type"]).toBe("application/grpc+proto");
+    expect(plain.trailers["grpc-status"]).toBe("0");
+    expect(fromBinary(ValueResponseSchema, plain.body.subarray(5)).key).toBe("c:a");
+    const set = await call("/oprc.DataService/GetValue", getValue(4));
+    expect(set.headers["x-answer-header"]).toBe("h");
+    expect(set.trailers["x-answer-trailer"]).toBe("t");
+    const failed = await call("/oprc.DataService/GetValue", getValue(2));
+    expect(failed.trailers["grpc-status"]).toBe(String(Code.Aborted));
+    // Tried once, then objects only.
+    expect(forms).toEqual(["list", "object", "object", "object"]);
+    expect(sendErrors).toEqual([]);
+  });
+
+  it("headers Node refuses reset the stream, are reported, and the server goes on", async () => {
+    tamper = (stream) => {
+      stream.respond = () => {
+        throw new Error("refused by the test");
+      };
+    };
+    await expect(call("/oprc.DataService/GetValue", getValue(9))).rejects.toThrow(
+      /NGHTTP2_INTERNAL_ERROR/,
+    );
+    // An error answer takes the same road.
+    await expect(call("/oprc.DataService/GetValue", getValue(2))).rejects.toThrow(
+      /NGHTTP2_INTERNAL_ERROR/,
+    );
+    expect(sendErrors.map((e) => (e as Error).message)).toEqual([
+      "refused by the test",
+      "refused by the test",
+    ]);
+    tamper = undefined;
+    const r = await call("/oprc.DataService/GetValue", getValue(9));
+    expect(r.trailers["grpc-status"]).toBe("0");
+  });
+
+  it("trailers Node refuses reset the stream and are reported", async () => {
+    tamper = (stream) => {
+      stream.sendTrailers = () => {
+        throw new Error("trailers refused by the test");
+      };
+    };
+    await expect(call("/oprc.DataService/GetValue", getValue(9))).rejects.toThrow(
+      /NGHTTP2_INTERNAL_ERROR/,
+    );
+    expect(sendErrors.map((e) => (e as Error).message)).toEqual(["trailers refused by the test"]);
   });
 });

@@ -1,4 +1,10 @@
-import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import {
+  constants,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type ServerHttp2Stream,
+  type ServerStreamResponseOptions,
+} from "node:http2";
 import {
   type DescMessage,
   type DescService,
@@ -47,6 +53,12 @@ export interface GrpcUnaryFastPathOptions {
    * an interceptor (metrics, tracing, authentication) runs on both paths.
    */
   readonly interceptors: readonly Interceptor[];
+  /**
+   * Told when an answer could not be sent (Node refused its headers, body or trailers). The
+   * stream is then reset with INTERNAL_ERROR, which a gRPC client reports as INTERNAL, and
+   * the node goes on serving. Default: none.
+   */
+  readonly onSendError?: (err: unknown) => void;
 }
 
 /**
@@ -103,7 +115,8 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       });
     }
   }
-  const { readMaxBytes, writeMaxBytes, interceptors } = options;
+  const { readMaxBytes, writeMaxBytes, interceptors, onSendError } = options;
+  const respond = createResponder();
 
   return (stream, headers) => {
     const path = headers[":path"];
@@ -120,6 +133,13 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
     let timer: NodeJS.Timeout | undefined;
     /** Gone: closed, reset or failed (nothing more can be sent). */
     const gone = (): boolean => stream.destroyed || stream.closed;
+    /** Sending the answer failed: reset the stream and say so, never throw. */
+    const abandon = (err: unknown): void => {
+      answered = true;
+      if (timer !== undefined) clearTimeout(timer);
+      onSendError?.(err);
+      if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+    };
 
     /** Sends the response headers (once); `waitForTrailers`: the status follows the body. */
     const writeHeader = (h: Headers | undefined): void => {
@@ -129,7 +149,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       h?.forEach((v, k) => {
         if (k !== "content-type") header.push(k, v);
       });
-      stream.respond(header, { waitForTrailers: true });
+      respond(stream, header, { waitForTrailers: true });
     };
     const finish = (
       body: Uint8Array | undefined,
@@ -151,10 +171,20 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         setTrailerStatus(h, error);
         copyHeaders(h, trailer);
       }
-      if (!headersSent) writeHeader(out?.header);
-      stream.once("wantTrailers", () => stream.sendTrailers(trailer));
-      if (body === undefined) stream.end();
-      else stream.end(body);
+      try {
+        if (!headersSent) writeHeader(out?.header);
+        stream.once("wantTrailers", () => {
+          try {
+            stream.sendTrailers(trailer);
+          } catch (err) {
+            abandon(err);
+          }
+        });
+        if (body === undefined) stream.end();
+        else stream.end(body);
+      } catch (err) {
+        abandon(err);
+      }
     };
     const fail = (err: unknown): void => {
       finish(
@@ -318,8 +348,12 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         scheduled = undefined;
         const out = take();
         if (out === undefined || answered || gone()) return;
-        if (!headersSent) writeHeader(response.header);
-        if (!stream.write(out)) blocked ??= drained(stream);
+        try {
+          if (!headersSent) writeHeader(response.header);
+          if (!stream.write(out)) blocked ??= drained(stream);
+        } catch (err) {
+          abandon(err);
+        }
       };
       try {
         for await (const m of response.message) {
@@ -372,6 +406,39 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       protocolName: "grpc",
     };
   }
+}
+
+type Respond = (
+  stream: ServerHttp2Stream,
+  headers: string[],
+  options: ServerStreamResponseOptions,
+) => void;
+
+/**
+ * `stream.respond` with response headers as Node's flat list (`[name, value, …]`), which
+ * spares Node a copy of a header object per call. Node takes that form only since
+ * nodejs/node#59455 (22.23 does; 22.19, the oldest Node `engines` allows, does not), and
+ * older versions refuse it with ERR_INVALID_ARG_TYPE before sending anything. The first
+ * such refusal switches this responder to header objects for good.
+ */
+function createResponder(): Respond {
+  let flat = true;
+  return (stream, headers, options) => {
+    if (flat) {
+      try {
+        stream.respond(headers, options);
+        return;
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== "ERR_INVALID_ARG_TYPE") throw err;
+        flat = false;
+      }
+    }
+    const object: OutgoingHttpHeaders = {};
+    for (let i = 0; i + 1 < headers.length; i += 2) {
+      object[headers[i] as string] = headers[i + 1];
+    }
+    stream.respond(object, options);
+  };
 }
 
 /** A server stream's messages are written once this many framed bytes wait. */

@@ -46,6 +46,8 @@ export interface ServerPipelineOptions {
   readonly maxMessageBytes: number;
   /** Serve plain gRPC unary calls of DataService and OprcFunction on the fast path. */
   readonly fastPath: boolean;
+  /** Told when the fast path could not send an answer (the stream is reset; see its `onSendError`). */
+  readonly onSendError?: (err: unknown) => void;
   /**
    * Interceptors the in-process clients run before the server's (the node marks its own calls,
    * already authorized at the REST or Zenoh edge, as trusted). Default: none.
@@ -112,7 +114,12 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
   // Every unary method of every service, the node's own internal ones included (a write
   // forwarded from a follower is in a unary RaftService/ProposeBatch).
   const fast = o.fastPath
-    ? createGrpcUnaryFastPath({ services: fastServices, ...limits, interceptors })
+    ? createGrpcUnaryFastPath({
+        services: fastServices,
+        ...limits,
+        interceptors,
+        ...(o.onSendError === undefined ? {} : { onSendError: o.onSendError }),
+      })
     : undefined;
   return {
     routes,
