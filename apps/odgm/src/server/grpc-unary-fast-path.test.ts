@@ -49,6 +49,8 @@ const impl = {
       throw new ConnectError("[version_mismatch] 100% wrong: é", Code.Aborted, md);
     }
     if (req.key === 3) throw new TypeError("secret");
+    // A handler's bug: a response protobuf-es cannot encode.
+    if (req.key === 5) return { ...create(ValueResponseSchema), objectVersion: "x" as never };
     return create(ValueResponseSchema, { key: `${req.clsId}:${ctx.requestHeader.get("x-tag")}` });
   },
 };
@@ -389,6 +391,16 @@ describe("createGrpcUnaryFastPath, when Node refuses an answer", () => {
     tamper = undefined;
     const r = await call("/oprc.DataService/GetValue", getValue(9));
     expect(r.trailers["grpc-status"]).toBe("0");
+  });
+
+  it("a response that cannot be encoded answers INTERNAL, and the server goes on", async () => {
+    const r = await call("/oprc.DataService/GetValue", getValue(5));
+    expect(r.status).toBe(200);
+    expect(r.trailers["grpc-status"]).toBe(String(Code.Internal));
+    expect(r.body.length).toBe(0);
+    expect((await call("/oprc.DataService/GetValue", getValue(9))).trailers["grpc-status"]).toBe(
+      "0",
+    );
   });
 
   it("trailers Node refuses reset the stream and are reported", async () => {

@@ -229,10 +229,9 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       // The handler reads the messages as they come; its one answer goes out like a stream's.
       const messages = new GrpcMessageReader(stream, route.method.input, readMaxBytes, fail);
       const init = callInit(headers, controller, timeout.timeoutMs);
-      callClientStreamHandler(route.method, route.impl, messages, init, interceptors).then(
-        (response) => sendStream(response, route.method.output),
-        fail,
-      );
+      callClientStreamHandler(route.method, route.impl, messages, init, interceptors)
+        .then((response) => sendStream(response, route.method.output), fail)
+        .catch(fail);
       return true;
     }
 
@@ -301,26 +300,28 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       }
       const init = callInit(headers, controller, timeout.timeoutMs);
       if (route.method.methodKind === "server_streaming") {
-        callServerStreamHandler(route.method, route.impl, message, init, interceptors).then(
-          (response) => sendStream(response, route.method.output),
-          fail,
-        );
+        callServerStreamHandler(route.method, route.impl, message, init, interceptors)
+          .then((response) => sendStream(response, route.method.output), fail)
+          .catch(fail);
         return;
       }
-      callUnaryHandler(route.method, route.impl, message, init, interceptors).then((response) => {
-        if (answered) return;
-        const out = toBinary(route.method.output, response.message);
-        if (out.length > writeMaxBytes) {
-          fail(
-            new ConnectError(
-              `message size ${out.length} is larger than configured writeMaxBytes ${writeMaxBytes}`,
-              Code.ResourceExhausted,
-            ),
-          );
-          return;
-        }
-        finish(frameMessage(out), undefined, response);
-      }, fail);
+      callUnaryHandler(route.method, route.impl, message, init, interceptors)
+        .then((response) => {
+          if (answered) return;
+          const out = toBinary(route.method.output, response.message);
+          if (out.length > writeMaxBytes) {
+            fail(
+              new ConnectError(
+                `message size ${out.length} is larger than configured writeMaxBytes ${writeMaxBytes}`,
+                Code.ResourceExhausted,
+              ),
+            );
+            return;
+          }
+          finish(frameMessage(out), undefined, response);
+        }, fail)
+        // A response that cannot be encoded (a handler's bug) is INTERNAL, not a crash.
+        .catch(fail);
     });
 
     /**
