@@ -27,6 +27,15 @@ describe("odgm's Node flags", () => {
     expect(scripts("../package.json").start).toBe(`node ${flags} dist/bin/odgm.js`);
   });
 
+  it("`pnpm odgm` and `pnpm cluster` exec the real Node binary (pnpm's SIGTERM reaches it)", () => {
+    // Not the `node` package's wrapper script on PATH, which does not pass signals on.
+    const root = scripts("../../../package.json");
+    expect(root.odgm).toMatch(/&& exec node_modules\/node\/bin\/node /);
+    expect(root.cluster).toMatch(
+      /&& exec node_modules\/node\/bin\/node apps\/odgm\/scripts\/cluster\.mjs$/,
+    );
+  });
+
   it("are the ones `pnpm cluster` starts its nodes with", () => {
     const cluster = readFileSync(new URL("../scripts/cluster.mjs", import.meta.url), "utf8");
     expect(cluster).toContain('import { NODE_FLAGS } from "./node-flags.mjs";');
