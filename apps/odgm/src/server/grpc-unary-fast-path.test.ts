@@ -371,27 +371,29 @@ describe("createGrpcUnaryFastPath, when Node refuses an answer", () => {
     expect(sendErrors).toEqual([]);
   });
 
-  it("headers Node refuses reset the stream, are reported, and the server goes on", async () => {
-    tamper = (stream) => {
-      stream.respond = () => {
-        throw new Error("refused by the test");
+  it.each(["respond", "sendTrailers"] as const)(
+    "%s refused by Node resets the stream, is reported, and the server goes on",
+    async (method) => {
+      tamper = (stream) => {
+        stream[method] = () => {
+          throw new Error(`${method} refused by the test`);
+        };
       };
-    };
-    await expect(call("/oprc.DataService/GetValue", getValue(9))).rejects.toThrow(
-      /NGHTTP2_INTERNAL_ERROR/,
-    );
-    // An error answer takes the same road.
-    await expect(call("/oprc.DataService/GetValue", getValue(2))).rejects.toThrow(
-      /NGHTTP2_INTERNAL_ERROR/,
-    );
-    expect(sendErrors.map((e) => (e as Error).message)).toEqual([
-      "refused by the test",
-      "refused by the test",
-    ]);
-    tamper = undefined;
-    const r = await call("/oprc.DataService/GetValue", getValue(9));
-    expect(r.trailers["grpc-status"]).toBe("0");
-  });
+      // An answer and an error answer take the same road.
+      for (const key of [9, 2]) {
+        await expect(call("/oprc.DataService/GetValue", getValue(key))).rejects.toThrow(
+          /NGHTTP2_INTERNAL_ERROR/,
+        );
+      }
+      expect(sendErrors.map((e) => (e as Error).message)).toEqual([
+        `${method} refused by the test`,
+        `${method} refused by the test`,
+      ]);
+      tamper = undefined;
+      const r = await call("/oprc.DataService/GetValue", getValue(9));
+      expect(r.trailers["grpc-status"]).toBe("0");
+    },
+  );
 
   it("a response that cannot be encoded answers INTERNAL, and the server goes on", async () => {
     const r = await call("/oprc.DataService/GetValue", getValue(5));
@@ -401,17 +403,5 @@ describe("createGrpcUnaryFastPath, when Node refuses an answer", () => {
     expect((await call("/oprc.DataService/GetValue", getValue(9))).trailers["grpc-status"]).toBe(
       "0",
     );
-  });
-
-  it("trailers Node refuses reset the stream and are reported", async () => {
-    tamper = (stream) => {
-      stream.sendTrailers = () => {
-        throw new Error("trailers refused by the test");
-      };
-    };
-    await expect(call("/oprc.DataService/GetValue", getValue(9))).rejects.toThrow(
-      /NGHTTP2_INTERNAL_ERROR/,
-    );
-    expect(sendErrors.map((e) => (e as Error).message)).toEqual(["trailers refused by the test"]);
   });
 });

@@ -230,7 +230,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       const messages = new GrpcMessageReader(stream, route.method.input, readMaxBytes, fail);
       const init = callInit(headers, controller, timeout.timeoutMs);
       callClientStreamHandler(route.method, route.impl, messages, init, interceptors)
-        .then((response) => sendStream(response, route.method.output), fail)
+        .then((response) => sendStream(response, route.method.output))
         .catch(fail);
       return true;
     }
@@ -301,7 +301,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       const init = callInit(headers, controller, timeout.timeoutMs);
       if (route.method.methodKind === "server_streaming") {
         callServerStreamHandler(route.method, route.impl, message, init, interceptors)
-          .then((response) => sendStream(response, route.method.output), fail)
+          .then((response) => sendStream(response, route.method.output))
           .catch(fail);
         return;
       }
@@ -319,8 +319,9 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
             return;
           }
           finish(frameMessage(out), undefined, response);
-        }, fail)
-        // A response that cannot be encoded (a handler's bug) is INTERNAL, not a crash.
+        })
+        // The handler's error, or a response that cannot be encoded (a handler's bug):
+        // INTERNAL unless it is a ConnectError, never an unhandled rejection.
         .catch(fail);
     });
 
