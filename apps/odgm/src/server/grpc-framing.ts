@@ -16,6 +16,47 @@ export function frameMessage(message: Uint8Array, flags = 0): Buffer {
   return framed;
 }
 
+/**
+ * The refusal of a frame by its 5-byte header — a message over `maxBytes`, or a compressed
+ * one (no `grpc-encoding` is taken) — or undefined when the frame may be read.
+ */
+export function refuseFrameHeader(frame: Buffer, maxBytes: number): ConnectError | undefined {
+  const length = frame.readUInt32BE(1);
+  if (length > maxBytes) {
+    return new ConnectError(
+      `message size ${length} is larger than configured readMaxBytes ${maxBytes}`,
+      Code.ResourceExhausted,
+    );
+  }
+  if (((frame[0] as number) & 0b1) !== 0) {
+    return new ConnectError(
+      "protocol error: received compressed message without grpc-encoding",
+      Code.Internal,
+    );
+  }
+  return undefined;
+}
+
+/**
+ * The message of a frame's payload. Bytes that do not parse are the client's error
+ * (INVALID_ARGUMENT, as connect-node answers, patched: see pnpm-workspace.yaml).
+ */
+export function decodeFrame(desc: DescMessage, payload: Uint8Array): Message {
+  try {
+    return fromBinary(desc, payload);
+  } catch (err) {
+    throw new ConnectError(
+      `parse binary: ${err instanceof Error ? err.message : String(err)}`,
+      Code.InvalidArgument,
+    );
+  }
+}
+
+/** A request body that ends inside a frame. */
+export function prematureEnd(): ConnectError {
+  return new ConnectError("protocol error: premature end of stream", Code.InvalidArgument);
+}
+
 /** Messages decoded but not yet taken at most before the stream is paused. */
 const HIGH_WATER = 16;
 
@@ -50,9 +91,7 @@ export class GrpcMessageReader implements AsyncIterableIterator<Message> {
     input.on("data", this.onData);
     input.once("end", () => {
       if (this.size > 0) {
-        this.stop(
-          new ConnectError("protocol error: premature end of stream", Code.InvalidArgument),
-        );
+        this.stop(prematureEnd());
         return;
       }
       this.ended = true;
@@ -108,35 +147,17 @@ export class GrpcMessageReader implements AsyncIterableIterator<Message> {
     if (this.size < this.need) return;
     let buf = this.chunks.length === 1 ? chunk : Buffer.concat(this.chunks, this.size);
     while (buf.length >= 5) {
+      const refused = refuseFrameHeader(buf, this.maxBytes);
+      if (refused !== undefined) {
+        this.stop(refused);
+        return;
+      }
       const length = buf.readUInt32BE(1);
-      if (length > this.maxBytes) {
-        this.stop(
-          new ConnectError(
-            `message size ${length} is larger than configured readMaxBytes ${this.maxBytes}`,
-            Code.ResourceExhausted,
-          ),
-        );
-        return;
-      }
-      if (((buf[0] as number) & 0b1) !== 0) {
-        this.stop(
-          new ConnectError(
-            "protocol error: received compressed message without grpc-encoding",
-            Code.Internal,
-          ),
-        );
-        return;
-      }
       if (buf.length < 5 + length) break;
       try {
-        this.queue.push(fromBinary(this.desc, buf.subarray(5, 5 + length)));
+        this.queue.push(decodeFrame(this.desc, buf.subarray(5, 5 + length)));
       } catch (err) {
-        this.stop(
-          new ConnectError(
-            `parse binary: ${err instanceof Error ? err.message : String(err)}`,
-            Code.InvalidArgument,
-          ),
-        );
+        this.stop(err as ConnectError);
         return;
       }
       buf = buf.subarray(5 + length);

@@ -5,16 +5,16 @@ import {
   type ServerHttp2Stream,
   type ServerStreamResponseOptions,
 } from "node:http2";
-import {
-  type DescMessage,
-  type DescService,
-  fromBinary,
-  type Message,
-  toBinary,
-} from "@bufbuild/protobuf";
+import { type DescMessage, type DescService, type Message, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { frameMessage, GrpcMessageReader } from "./grpc-framing.js";
+import {
+  decodeFrame,
+  frameMessage,
+  GrpcMessageReader,
+  prematureEnd,
+  refuseFrameHeader,
+} from "./grpc-framing.js";
 import {
   type CallMethod,
   callClientStreamHandler,
@@ -237,22 +237,16 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
 
     const chunks: Buffer[] = [];
     let received = 0;
-    let declared = -1;
+    let headerChecked = false;
     stream.on("data", (chunk: Buffer) => {
       if (answered) return;
       received += chunk.length;
       chunks.push(chunk);
-      if (declared < 0 && received >= 5) {
+      if (!headerChecked && received >= 5) {
+        headerChecked = true;
         const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
-        declared = head.readUInt32BE(1);
-        if (declared > readMaxBytes) {
-          fail(
-            new ConnectError(
-              `message size ${declared} is larger than configured readMaxBytes ${readMaxBytes}`,
-              Code.ResourceExhausted,
-            ),
-          );
-        }
+        const refused = refuseFrameHeader(head, readMaxBytes);
+        if (refused !== undefined) fail(refused);
       }
       if (received > 5 + readMaxBytes + 5) {
         fail(new ConnectError("request body too large", Code.ResourceExhausted));
@@ -262,7 +256,7 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
       if (answered) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       if (body.length < 5 || body.length < 5 + body.readUInt32BE(1)) {
-        fail(new ConnectError("protocol error: premature end of stream", Code.InvalidArgument));
+        fail(prematureEnd());
         return;
       }
       const length = body.readUInt32BE(1);
@@ -275,27 +269,11 @@ export function createGrpcUnaryFastPath(options: GrpcUnaryFastPathOptions): Grpc
         );
         return;
       }
-      if ((body[0] ?? 0) & 0b1) {
-        fail(
-          new ConnectError(
-            "protocol error: received compressed message without grpc-encoding",
-            Code.Internal,
-          ),
-        );
-        return;
-      }
       let message: Message;
       try {
-        message = fromBinary(route.method.input, body.subarray(5, 5 + length));
+        message = decodeFrame(route.method.input, body.subarray(5, 5 + length));
       } catch (err) {
-        // The client's bytes, not a server fault (as connect-node, patched: see
-        // pnpm-workspace.yaml).
-        fail(
-          new ConnectError(
-            `parse binary: ${err instanceof Error ? err.message : String(err)}`,
-            Code.InvalidArgument,
-          ),
-        );
+        fail(err);
         return;
       }
       const init = callInit(headers, controller, timeout.timeoutMs);
