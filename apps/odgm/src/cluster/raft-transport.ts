@@ -6,9 +6,10 @@
 // resends), tells the groups it carried that the peer is unreachable, and is reopened after
 // a backoff. The sending half writes gRPC frames on the HTTP/2 stream itself (no client
 // library pipeline per batch); any gRPC server of `oprc.RaftService` can read them.
-import { type ClientHttp2Stream, constants } from "node:http2";
+import { type ClientHttp2Stream, constants, type IncomingHttpHeaders } from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { Http2SessionManager } from "@connectrpc/connect-node";
 import {
   type RaftBatch,
@@ -20,6 +21,7 @@ import {
 } from "@oprc/grpc-api";
 import type { Message } from "@oprc/raft-log";
 import { frameMessage } from "../server/grpc-framing.js";
+import { IncomingHeaders } from "../server/lazy-headers.js";
 import { fromWireMessage, isWireMessage, toWireMessage } from "./raft-wire.js";
 
 /** The path of the Raft stream (`oprc.RaftService/Stream`). */
@@ -205,13 +207,10 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
 
   /** Follows the answer side of `h2`: any end of the call (an answer, a reset) fails it. */
   const watch = (p: Peer, s: PeerStream, h2: ClientHttp2Stream, session: Http2SessionManager) => {
-    let status: { code: string; message: string } | undefined;
-    const statusOf = (h: Record<string, unknown>): void => {
-      const code = h["grpc-status"];
-      if (typeof code === "string") {
-        const message = h["grpc-message"];
-        status = { code, message: typeof message === "string" ? message : "" };
-      }
+    /** The error status the peer answered with (headers or trailers), as connect reads it. */
+    let refused: ConnectError | undefined;
+    const statusOf = (h: IncomingHttpHeaders): void => {
+      refused ??= findTrailerError(new IncomingHeaders(h));
     };
     h2.on("response", (h) => {
       if (h[":status"] !== 200) {
@@ -226,12 +225,15 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     // The answer's end (its trailers) ends the call: this side stays open until closed, so
     // "close" alone would not come.
     const ended = (): void => {
-      const code = Number(status?.code ?? Code.Unavailable);
-      const why =
-        status === undefined || code === 0
-          ? `the peer ended the Raft stream${h2.rstCode ? ` (reset ${h2.rstCode})` : ""}`
-          : decodeMessage(status.message);
-      fail(p, s, new ConnectError(why, code === 0 ? Code.Unavailable : (code as Code)));
+      fail(
+        p,
+        s,
+        refused ??
+          new ConnectError(
+            `the peer ended the Raft stream${h2.rstCode ? ` (reset ${h2.rstCode})` : ""}`,
+            Code.Unavailable,
+          ),
+      );
     };
     h2.on("end", ended);
     h2.on("close", ended);
@@ -410,14 +412,6 @@ function cancel(s: PeerStream): void {
 }
 
 /** A `grpc-message` trailer, percent-decoded (kept as sent when it does not decode). */
-function decodeMessage(m: string): string {
-  try {
-    return decodeURIComponent(m);
-  } catch {
-    return m;
-  }
-}
-
 /** Options of {@link createRaftServiceImpl}. */
 export interface RaftServiceOptions {
   readonly nodeId: number;
