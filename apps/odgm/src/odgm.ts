@@ -461,6 +461,7 @@ export async function startOdgm(
             { group: st.group, direction: "installed" },
             st.snapshotsInstalled,
           );
+          metrics.raftSnapshots.set({ group: st.group, direction: "built" }, st.snapshotsBuilt);
         }
         return metrics.registry.metrics();
       },

@@ -358,6 +358,51 @@ test("rocksdb: single-entry set throughput, sync and group commit", async ({ ben
   void (rocksGrouped satisfies RocksEngine);
 });
 
+test("rocksdb: a Raft log compaction's work on the shard, syncApplied vs exportState", async ({
+  bench,
+}) => {
+  // What a raft group does to its shard each time it compacts its log: now one synced
+  // write (syncApplied); before, a copy of the whole shard (exportState), which the log
+  // store then wrote and kept in memory. 10,000 objects of 4 entries of 64 bytes, as in
+  // `bench:cluster`.
+  const OBJECTS = 10_000;
+  const store = await createEntryStore({ engine: rocksWorker, shard: "compact/0" });
+  for (let o = 0; o < OBJECTS; o += 500) {
+    await store.applyCommitted(
+      Array.from({ length: 500 }, (_, k) => ({
+        index: o + k + 1,
+        op: {
+          kind: "set_object" as const,
+          objectId: `obj-${o + k}`,
+          timestampMs: 1,
+          entries: new Map(Array.from({ length: 4 }, (_, e) => [`f${e}`, value(e)] as const)),
+        },
+      })),
+      { sync: false },
+    );
+  }
+  const SYNC = "syncApplied: one synced write (baseline, what a compaction does now)";
+  const EXPORT = `exportState: the whole shard, ${OBJECTS} objects (what a compaction did before)`;
+  let bytes = 0;
+  const r = await bench.compare(
+    bench(SYNC, async () => {
+      await store.syncApplied();
+    }),
+    bench(EXPORT, async () => {
+      bytes = (await store.exportState()).byteLength;
+    }),
+    { time: 3000, warmupTime: 300 },
+  );
+  table(
+    `rocksdb: a raft compaction's work on a shard of ${OBJECTS} objects (${(bytes / 2 ** 20).toFixed(1)} MiB exported)`,
+    [
+      [SYNC, r.get(SYNC).latency],
+      [EXPORT, r.get(EXPORT).latency],
+    ],
+  );
+  await store.close();
+}, 300_000);
+
 test("record codecs: fast paths vs protobuf-es", async ({ bench }) => {
   const meta = {
     objectVersion: 12n,

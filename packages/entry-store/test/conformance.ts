@@ -924,6 +924,49 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
         expect(store.appliedIndex()).toBe(5);
       });
 
+      it("syncApplied makes unsynced applies durable with one synced write of the applied index", async () => {
+        const writes: { sync: boolean | undefined; keys: string[] }[] = [];
+        const kv = await engine.openShard("cls/2");
+        const watched: KvEngine = {
+          ...engine,
+          kind: engine.kind,
+          openShard: async () => ({
+            ...kv,
+            name: kv.name,
+            get: (ks, k) => kv.get(ks, k),
+            getMany: (ks, k) => kv.getMany(ks, k),
+            iterator: (ks, o) => kv.iterator(ks, o),
+            write: (ops, o) => {
+              writes.push({ sync: o?.sync, keys: ops.map((op) => `${op.keyspace}`) });
+              return kv.write(ops, o);
+            },
+          }),
+        };
+        const s = await createEntryStore({ engine: watched, shard: "cls/2" });
+        try {
+          await s.applyCommitted(
+            [
+              {
+                index: 4,
+                op: { kind: "set_entry", objectId: "o", timestampMs: 1, key: "a", value: val("1") },
+              },
+            ],
+            { sync: false },
+          );
+          expect(writes.at(-1)?.sync).toBe(false);
+          const before = writes.length;
+          await s.syncApplied();
+          expect(writes.slice(before)).toEqual([{ sync: true, keys: ["system"] }]);
+          expect(s.appliedIndex()).toBe(4);
+        } finally {
+          await s.close();
+        }
+        const again = await createEntryStore({ engine, shard: "cls/2" });
+        expect(again.appliedIndex()).toBe(4);
+        expect(txt((await again.getEntry("o", "a")).entry?.value)).toBe("1");
+        await again.close();
+      });
+
       it("exports a shard's state and installs it elsewhere in one write; malformed state changes nothing", async () => {
         await store.setObject("o", {
           entries: [

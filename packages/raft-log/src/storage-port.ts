@@ -24,7 +24,11 @@ export interface LogStore {
    * conflicts with the first new entry — then the hard state. Resolves when durable.
    */
   save(ready: PersistBatch): Promise<void>;
-  /** Drops entries up to and including `index` (which must be applied and ≤ lastIndex). */
+  /**
+   * Drops entries up to and including `index` (which must be applied and ≤ lastIndex) and
+   * records `snapshot`, unless the stored one is newer; at the stored one's own index it
+   * replaces it (the same point without its data, once the application holds it durably).
+   */
   compact(index: number, snapshot: Snapshot): Promise<void>;
   close(): Promise<void>;
 }

@@ -369,6 +369,7 @@ export class ClusterNode {
         ),
       snapshot: () => store.exportState(),
       restore: (data, index) => store.importState(data, { appliedIndex: index }),
+      persist: () => store.syncApplied(),
     };
     const replicas = replicasOf(spec)[partition] ?? [];
     const bootstrap =

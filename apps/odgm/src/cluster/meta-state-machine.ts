@@ -138,6 +138,8 @@ export async function openMetaStateMachine(
       await saveApplied(applied);
       return out;
     },
+    // Every apply is synced already.
+    persist: () => saveApplied(applied),
     async snapshot() {
       return enc.encode(
         JSON.stringify({

@@ -1,6 +1,6 @@
 // RaftGroup driving in-process replicas over an in-memory network: proposals, linearizable
 // reads, not-leader answers, applies overlapping the log, compaction and catch-up by snapshot.
-import { createMemoryLogStore, type Entry, type Message } from "@oprc/raft-log";
+import { createMemoryLogStore, type Entry, type LogStore, type Message } from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
 import { RaftGroup, type StateMachine } from "./raft-group.js";
 
@@ -11,6 +11,8 @@ const dec = new TextDecoder();
 class ListMachine implements StateMachine<number> {
   items: string[] = [];
   applied = 0;
+  /** The applied index at the last persist(). */
+  persisted = 0;
   /** While set, every apply waits for it (a slow state machine). */
   gate: Promise<void> | undefined;
   appliedIndex(): number {
@@ -34,11 +36,17 @@ class ListMachine implements StateMachine<number> {
     this.items = s.items;
     this.applied = s.applied;
   }
+  async persist(): Promise<void> {
+    this.persisted = this.applied;
+  }
 }
 
 interface Cluster {
   groups: Map<number, RaftGroup<number>>;
   machines: Map<number, ListMachine>;
+  storages: Map<number, LogStore>;
+  /** Opens a replica on a new, empty node (it waits for the leader to add it). */
+  join(id: number): Promise<void>;
   cut: Set<number>;
   tick(n: number): Promise<void>;
   leader(): RaftGroup<number> | undefined;
@@ -56,6 +64,7 @@ async function cluster(
 ): Promise<Cluster> {
   const groups = new Map<number, RaftGroup<number>>();
   const machines = new Map<number, ListMachine>();
+  const storages = new Map<number, LogStore>();
   const cut = new Set<number>();
   const send = (_group: string, msgs: readonly Message[]): void => {
     for (const m of msgs) {
@@ -63,25 +72,30 @@ async function cluster(
       queueMicrotask(() => groups.get(m.to)?.step(m));
     }
   };
-  for (const id of ids) {
+  const openNode = async (id: number, bootstrapVoters?: number[]): Promise<void> => {
     const sm = new ListMachine();
     machines.set(id, sm);
+    const storage = createMemoryLogStore();
+    storages.set(id, storage);
     const g = await RaftGroup.open({
       id: "g",
       nodeId: id,
-      storage: createMemoryLogStore(),
+      storage,
       stateMachine: sm,
       send,
-      bootstrapVoters: ids,
+      ...(bootstrapVoters === undefined ? {} : { bootstrapVoters }),
       compactAfter,
       ...(compactAfterBytes === undefined ? {} : { compactAfterBytes }),
     });
     groups.set(id, g);
     open.push(g);
-  }
+  };
+  for (const id of ids) await openNode(id, ids);
   const c: Cluster = {
     groups,
     machines,
+    storages,
+    join: (id) => openNode(id),
     cut,
     async tick(n) {
       for (let i = 0; i < n; i++) {
@@ -130,17 +144,86 @@ describe("RaftGroup", () => {
     expect(c.machines.get(id)?.items).toEqual(["a"]);
   });
 
-  it("compacts the log and brings a cut-off replica back by snapshot", async () => {
+  it("compacts the log behind the durable state, and builds a snapshot only for a cut-off replica", async () => {
     const c = await cluster([1, 2, 3], 5);
     const leader = c.leader() as RaftGroup<number>;
+    const leaderId = leader.status().id;
     const lagging = [...c.groups.keys()].find((k) => !c.groups.get(k)?.isLeader) as number;
     c.cut.add(lagging);
     for (let i = 0; i < 20; i++) await leader.propose(enc.encode(`v${i}`));
-    expect(leader.status().lastSnapshotIndex).toBeGreaterThan(5);
+    await c.tick(2);
+    const compacted = leader.status().lastSnapshotIndex;
+    expect(compacted).toBeGreaterThan(5);
+    // The log keeps the point, not a copy of the state, and only behind what was persisted.
+    expect(c.storages.get(leaderId)?.snapshot().data.byteLength).toBe(0);
+    expect(c.machines.get(leaderId)?.persisted).toBeGreaterThanOrEqual(compacted);
+    expect(leader.status().snapshotsBuilt).toBe(0);
     c.cut.delete(lagging);
     for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 20; i++) await c.tick(1);
     expect(c.machines.get(lagging)?.items).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
-    expect(c.groups.get(lagging)?.status().snapshotsInstalled).toBeGreaterThan(0);
+    expect(c.groups.get(lagging)?.status().snapshotsInstalled).toBe(1);
+    expect(leader.status().snapshotsBuilt).toBe(1);
+    // Installed and restored: the replica's log keeps the point, not the data.
+    const installed = c.storages.get(lagging)?.snapshot();
+    expect(installed?.metadata.index).toBeGreaterThanOrEqual(compacted);
+    expect(installed?.data.byteLength).toBe(0);
+    expect(c.machines.get(lagging)?.persisted).toBeGreaterThanOrEqual(
+      installed?.metadata.index ?? Number.POSITIVE_INFINITY,
+    );
+    // The next proposal still reaches every replica.
+    await leader.propose(enc.encode("after"));
+    for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 21; i++) await c.tick(1);
+    expect(c.machines.get(lagging)?.items.at(-1)).toBe("after");
+  });
+
+  it("a snapshot built after a membership change carries that membership to a new replica", async () => {
+    const c = await cluster([1, 2, 3], 5);
+    const leader = c.leader() as RaftGroup<number>;
+    await leader.proposeConfChange({
+      changes: [{ type: "add_learner", nodeId: 4 }],
+      transition: "auto",
+    });
+    for (let i = 0; i < 10; i++) await leader.propose(enc.encode(`v${i}`));
+    await c.tick(2);
+    expect(leader.status().lastSnapshotIndex).toBeGreaterThan(5);
+    await c.join(4);
+    for (let i = 0; i < 200 && c.machines.get(4)?.items.length !== 10; i++) await c.tick(1);
+    expect(c.machines.get(4)?.items).toEqual(Array.from({ length: 10 }, (_, i) => `v${i}`));
+    expect(c.storages.get(4)?.snapshot().metadata.confState).toMatchObject({
+      voters: [1, 2, 3],
+      learners: [4],
+    });
+    expect(c.groups.get(4)?.status().confState.learners).toEqual([4]);
+  });
+
+  it("refuses to open a group whose log is compacted past the state machine's data", async () => {
+    const storage = createMemoryLogStore();
+    await storage.save({
+      snapshot: {
+        metadata: {
+          index: 9,
+          term: 2,
+          confState: {
+            voters: [1],
+            learners: [],
+            votersOutgoing: [],
+            learnersNext: [],
+            autoLeave: false,
+          },
+        },
+        data: new Uint8Array(0),
+      },
+      hardState: { term: 2, vote: 1, commit: 9 },
+    });
+    await expect(
+      RaftGroup.open({
+        id: "g",
+        nodeId: 1,
+        storage,
+        stateMachine: new ListMachine(),
+        send: () => undefined,
+      }),
+    ).rejects.toThrow(/compacted to index 9 but the shard's data ends at 0/);
   });
 
   it("compacts by applied payload bytes as well as by entry count", async () => {

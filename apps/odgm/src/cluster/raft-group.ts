@@ -1,17 +1,20 @@
 // One Raft group on this node: drives the pure core of `@oprc/raft-log` — persists each
 // Ready through the group's log store, sends its messages, applies committed entries to
 // the group's state machine, answers proposals and linearizable reads — and compacts the
-// log behind a snapshot of the state machine.
+// log behind the state machine's durable state. A snapshot of the state machine is built
+// only when a follower needs entries the log no longer holds, and dropped after the transfer.
 
 import { randomBytes } from "node:crypto";
 import { DataPlaneError } from "@oprc/grpc-api";
 import {
+  applyConfChange,
   type ConfChange,
   type ConfState,
   createPrng,
   createRaft,
   type Entry,
   type HardState,
+  jsonConfChangeCodec,
   type LogStore,
   type Message,
   type Raft,
@@ -31,6 +34,11 @@ export interface StateMachine<R> {
   snapshot(): Promise<Uint8Array>;
   /** Replaces the state with a snapshot's bytes. */
   restore(data: Uint8Array, index: number): Promise<void>;
+  /**
+   * Makes every applied entry durable (the log is compacted behind it next; applies may be
+   * unsynced until then). Called between applies.
+   */
+  persist(): Promise<void>;
 }
 
 /** Options of {@link openRaftGroup}. */
@@ -83,9 +91,13 @@ interface PendingProposal<R> {
 /** A group's progress, for `/api/cluster` and metrics. */
 export interface RaftGroupStatus extends RaftStatus {
   readonly group: string;
+  /** The index the log is compacted to. */
   readonly lastSnapshotIndex: number;
   readonly snapshotsInstalled: number;
+  /** Snapshot chunks sent. */
   readonly snapshotsSent: number;
+  /** Snapshots of the state machine built for followers behind the compacted log. */
+  readonly snapshotsBuilt: number;
 }
 
 /**
@@ -100,6 +112,11 @@ const REPLICATION: ReadonlySet<Message["type"]> = new Set(["app", "heartbeat", "
 
 /** Committed batches queued for the state machine at most before a Ready waits for them. */
 const MAX_APPLY_BACKLOG = 8;
+
+/** Ticks a built snapshot is kept after a follower last asked for one (about 30 s). */
+const BUILT_SNAPSHOT_TICKS = 300;
+
+const EMPTY = new Uint8Array(0);
 
 /**
  * A Raft group driven on this node. One Ready at a time is persisted and sent; its
@@ -127,15 +144,25 @@ export class RaftGroup<R> {
   private unsavedHardState: HardState | undefined;
   /** Payload bytes applied since the last compaction (or since open). */
   private appliedBytes = 0;
+  /** The membership as of the state machine's applied index (what a snapshot of it carries). */
+  private appliedConf: { index: number; conf: ConfState };
+  /** A snapshot built for followers behind the compacted log, while one may still ask. */
+  private built: Snapshot | undefined;
+  private building = false;
+  private snapshotsBuilt = 0;
+  /** Ticks since a follower last needed a snapshot. */
+  private ticksSinceAsked = 0;
 
   private constructor(
     private readonly o: RaftGroupOptions<R>,
     raft: Raft,
+    appliedConf: { index: number; conf: ConfState },
   ) {
     this.id = o.id;
     this.raft = raft;
     const hs = o.storage.initialState().hardState;
     this.durable = { term: hs.term, vote: hs.vote };
+    this.appliedConf = appliedConf;
   }
 
   /** Opens (bootstrapping when new and `bootstrapVoters` is given) a group. */
@@ -167,9 +194,18 @@ export class RaftGroup<R> {
     }
     // A state machine behind the stored snapshot (a crash during install) restores it.
     const snap = storage.snapshot();
-    if (snap.metadata.index > o.stateMachine.appliedIndex() && snap.data.byteLength > 0) {
-      await o.stateMachine.restore(snap.data, snap.metadata.index);
+    if (snap.metadata.index > o.stateMachine.appliedIndex()) {
+      if (snap.data.byteLength > 0) await o.stateMachine.restore(snap.data, snap.metadata.index);
+      else if (snap.metadata.index > 1) {
+        // The log was compacted behind state this state machine no longer has (index 1 is
+        // the bootstrap snapshot: the empty state).
+        throw new DataPlaneError(
+          "internal",
+          `raft group ${o.id}: the log is compacted to index ${snap.metadata.index} but the shard's data ends at ${o.stateMachine.appliedIndex()}; its data was lost or replaced`,
+        );
+      }
     }
+    let group: RaftGroup<R> | undefined;
     const raft = createRaft({
       id: o.nodeId,
       storage,
@@ -178,9 +214,10 @@ export class RaftGroup<R> {
       electionTick: o.electionTick ?? 10,
       heartbeatTick: o.heartbeatTick ?? 1,
       snapshotChunkSize: o.snapshotChunkSize ?? 64 * 1024,
+      snapshotSource: () => group?.sendableSnapshot(),
       ...(o.readOnlyOption === undefined ? {} : { readOnlyOption: o.readOnlyOption }),
     });
-    const group = new RaftGroup(o, raft);
+    group = new RaftGroup(o, raft, confAt(storage, o.stateMachine.appliedIndex()));
     group.kick();
     return group;
   }
@@ -188,6 +225,9 @@ export class RaftGroup<R> {
   /** Advances the group's logical clock by one tick. */
   tick(): void {
     if (this.closed) return;
+    if (this.built !== undefined && ++this.ticksSinceAsked > BUILT_SNAPSHOT_TICKS) {
+      this.built = undefined;
+    }
     this.raft.tick();
     this.kick();
   }
@@ -235,7 +275,48 @@ export class RaftGroup<R> {
       lastSnapshotIndex: this.o.storage.snapshot().metadata.index,
       snapshotsInstalled: this.snapshotsInstalled,
       snapshotsSent: this.snapshotsSent,
+      snapshotsBuilt: this.snapshotsBuilt,
     };
+  }
+
+  /**
+   * The snapshot for a follower behind the compacted log (the core's snapshot source), or
+   * undefined while one is being built. A stored snapshot with data (installed here and not
+   * yet dropped, or written by an older version) serves as it is.
+   */
+  private sendableSnapshot(): Snapshot | undefined {
+    this.ticksSinceAsked = 0;
+    const floor = this.o.storage.firstIndex() - 1;
+    if (this.built !== undefined && this.built.metadata.index >= floor) return this.built;
+    const stored = this.o.storage.snapshot();
+    if (stored.data.byteLength > 0 && stored.metadata.index >= floor) return stored;
+    this.buildSnapshot();
+    return undefined;
+  }
+
+  /** Builds a snapshot of the state machine between two applies (once at a time). */
+  private buildSnapshot(): void {
+    if (this.building || this.closed) return;
+    this.building = true;
+    this.applyQueue = this.applyQueue.then(async () => {
+      try {
+        if (this.closed) return;
+        const sm = this.o.stateMachine;
+        const index = sm.appliedIndex();
+        const data = await sm.snapshot();
+        this.built = {
+          metadata: { index, term: this.o.storage.term(index), confState: this.appliedConf.conf },
+          data,
+        };
+        this.snapshotsBuilt++;
+        this.ticksSinceAsked = 0;
+      } catch (err) {
+        // Asked again at the follower's next answer.
+        this.o.onError?.(err, "building a snapshot");
+      } finally {
+        this.building = false;
+      }
+    });
   }
 
   /**
@@ -430,7 +511,13 @@ export class RaftGroup<R> {
     }
     if (rd.snapshot !== undefined) {
       await this.applyQueue;
-      await this.o.stateMachine.restore(rd.snapshot.data, rd.snapshot.metadata.index);
+      const { metadata } = rd.snapshot;
+      await this.o.stateMachine.restore(rd.snapshot.data, metadata.index);
+      this.appliedConf = { index: metadata.index, conf: metadata.confState };
+      this.built = undefined;
+      // Once the state machine holds the state durably, the log keeps the point, not the data.
+      await this.o.stateMachine.persist();
+      await this.o.storage.compact(metadata.index, { metadata, data: EMPTY });
       this.snapshotsInstalled++;
       this.appliedBytes = 0;
       // Proposals at or below the snapshot were decided elsewhere: their outcome is unknown here.
@@ -480,7 +567,12 @@ export class RaftGroup<R> {
       if (p.term === e.term) p.resolve({ index: e.index, result: results[i] as R });
       else p.reject(overwritten(this.id, e.index));
     }
-    for (const e of entries) this.appliedBytes += e.data.byteLength;
+    for (const e of entries) {
+      this.appliedBytes += e.data.byteLength;
+      if (e.type === "conf_change" && e.index > this.appliedConf.index) {
+        this.appliedConf = { index: e.index, conf: nextConf(this.appliedConf.conf, e) };
+      }
+    }
     const last = entries[entries.length - 1] as Entry;
     // Proposals below what was just applied that never showed up were cut off by a snapshot.
     for (const [index, p] of this.proposals) {
@@ -498,17 +590,38 @@ export class RaftGroup<R> {
     const byCount = applied - first + 1 >= (this.o.compactAfter ?? 100_000);
     const byBytes = this.appliedBytes >= (this.o.compactAfterBytes ?? 64 * 1024 * 1024);
     if (!(byCount || byBytes) || applied > storage.lastIndex()) return;
-    const data = await this.o.stateMachine.snapshot();
+    // The log keeps the point it is compacted to, not a copy of the state: the state machine
+    // makes what it applied durable first, and a follower that needs a snapshot gets one
+    // built then (sendableSnapshot).
+    await this.o.stateMachine.persist();
     await storage.compact(applied, {
-      metadata: {
-        index: applied,
-        term: storage.term(applied),
-        confState: this.raft.status().confState,
-      },
-      data,
+      metadata: { index: applied, term: storage.term(applied), confState: this.appliedConf.conf },
+      data: EMPTY,
     });
     this.appliedBytes = 0;
   }
+}
+
+/** The membership after a committed conf-change entry (a refused change is a no-op, as in the core). */
+function nextConf(conf: ConfState, e: Entry): ConfState {
+  try {
+    return applyConfChange(conf, jsonConfChangeCodec.decode(e.data));
+  } catch {
+    return conf;
+  }
+}
+
+/** The membership as of `index`: the stored snapshot's, then the log's conf changes up to it. */
+function confAt(storage: LogStore, index: number): { index: number; conf: ConfState } {
+  const snap = storage.snapshot().metadata;
+  let conf = snap.confState;
+  const last = Math.min(index, storage.lastIndex());
+  for (let lo = snap.index + 1; lo <= last; ) {
+    const page = storage.entries(lo, last + 1, 1 << 20);
+    for (const e of page) if (e.type === "conf_change") conf = nextConf(conf, e);
+    lo += page.length;
+  }
+  return { index: Math.max(index, snap.index), conf };
 }
 
 function hashString(s: string): number {

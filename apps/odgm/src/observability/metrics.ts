@@ -275,10 +275,11 @@ export function createOdgmMetrics(): OdgmMetrics {
     raftApplyLag: g("odgm_raft_apply_lag", "Committed entries not yet applied on this node.", [
       "group",
     ]),
-    raftSnapshots: g("odgm_raft_snapshots", "Snapshot chunks sent and snapshots installed.", [
-      "group",
-      "direction",
-    ]),
+    raftSnapshots: g(
+      "odgm_raft_snapshots",
+      "Snapshot chunks sent, snapshots installed, and snapshots built for followers behind the compacted log.",
+      ["group", "direction"],
+    ),
     raftPeerMessages: g(
       "odgm_raft_peer_messages",
       "Raft messages to each peer since start: sent, or dropped (queue full, peer unreachable; Raft resends).",

@@ -52,6 +52,15 @@ export interface RaftOptions {
   readonly maxInflightMsgs?: number;
   /** Snapshot data bytes per `snap` message (chunked install). Default 1 MiB. */
   readonly snapshotChunkSize?: number;
+  /**
+   * The snapshot a leader sends a follower that needs entries the log no longer holds, or
+   * `undefined` while none is ready (the leader asks again at the follower's next answer,
+   * as etcd does on `ErrSnapshotTemporarilyUnavailable`). Its index must be at least the
+   * log's compacted index and its entries after it still in the log. For applications that
+   * compact the log behind their own durable state and build a snapshot only when one is
+   * needed, instead of keeping one in the log store. Default: the log store's snapshot.
+   */
+  readonly snapshotSource?: () => Snapshot | undefined;
   /** How ReadIndex is confirmed. Default "safe". */
   readonly readOnlyOption?: ReadOnlyOption;
   /**
@@ -198,6 +207,7 @@ export class Raft {
   private readonly checkQuorum: boolean;
   private readonly maxSizePerMsg: number;
   private readonly chunkSize: number;
+  private readonly snapshotSource: (() => Snapshot | undefined) | undefined;
   private readonly readOnlyOption: ReadOnlyOption;
   private readonly forwardProposals: boolean;
   private readonly codec: ConfChangeCodec;
@@ -238,6 +248,7 @@ export class Raft {
     this.checkQuorum = o.checkQuorum ?? true;
     this.maxSizePerMsg = o.maxSizePerMsg ?? 1 << 20;
     this.chunkSize = Math.max(1, o.snapshotChunkSize ?? 1 << 20);
+    this.snapshotSource = o.snapshotSource;
     this.readOnlyOption = o.readOnlyOption ?? "safe";
     if (this.readOnlyOption === "lease_based" && !this.checkQuorum) {
       throw new RaftError("invalid_argument", "lease_based reads need checkQuorum");
@@ -748,8 +759,10 @@ export class Raft {
   }
 
   private sendSnapshot(to: number, pr: Progress): boolean {
-    const snap = this.log.snapshot();
-    if (snap.metadata.index === 0) return false;
+    const snap = this.snapshotSource === undefined ? this.log.snapshot() : this.snapshotSource();
+    // A source's snapshot older than the compacted log could not bring the follower up to it.
+    if (snap === undefined || snap.metadata.index === 0) return false;
+    if (snap.metadata.index < this.log.firstIndex() - 1) return false;
     pr.becomeSnapshot(snap);
     this.sendChunks(to, pr);
     return true;

@@ -140,7 +140,10 @@ export class LogState {
     return delta;
   }
 
-  /** Drops entries up to and including `index` and records `snapshot`. */
+  /**
+   * Drops entries up to and including `index` and records `snapshot` (unless the stored one
+   * is newer).
+   */
   compact(index: number, snapshot: Snapshot): LogDelta {
     const delta: LogDelta = { deleted: [], put: [] };
     if (index < this.floorIndex) {
@@ -156,7 +159,9 @@ export class LogState {
         `snapshot index ${si} must lie in [compact index ${index}, last ${this.lastIndex()}]`,
       );
     }
-    if (si > this.snapshot.metadata.index) {
+    // At the stored snapshot's own index it replaces that one (say, the same point without
+    // its data once the application holds the state durably).
+    if (si >= this.snapshot.metadata.index) {
       this.snapshot = snapshot;
       delta.snapshot = snapshot;
     }

@@ -152,4 +152,46 @@ describe("log compaction and snapshots (§7)", () => {
     expect(nc.raft(3).status().lastIndex).toBe(nc.raft(1).status().lastIndex);
     void ents;
   });
+
+  it("a snapshot source: nothing is sent while it has none, a stale one is ignored, a ready one is installed", () => {
+    // Like etcd's ErrSnapshotTemporarilyUnavailable: the log is compacted without data and
+    // the application builds a snapshot only when a follower needs one.
+    let source: Snapshot | undefined;
+    let asked = 0;
+    const nt = new Network([1, 2, 3], {
+      raft: {
+        snapshotSource: () => {
+          asked++;
+          return source;
+        },
+      },
+    });
+    nt.campaign(1);
+    nt.isolate(3);
+    for (let i = 0; i < 5; i++) nt.propose(1, `a${i}`);
+    for (const id of [1, 2]) {
+      const n = nt.node(id);
+      n.storage.compact(n.raft.status().applied, new Uint8Array(0), n.raft.status().confState);
+    }
+    const floor = nt.node(1).storage.firstIndex() - 1;
+    nt.recover();
+    nt.tickAll(3);
+    expect(asked).toBeGreaterThan(0);
+    expect(nt.log.filter((m) => m.type === "snap")).toHaveLength(0);
+    expect(nt.raft(3).status().lastIndex).toBeLessThan(floor);
+
+    // Older than the compacted log: it could not bring the follower up to it.
+    source = snap(floor - 1, nt.raft(1).term);
+    nt.tickAll(3);
+    expect(nt.log.filter((m) => m.type === "snap")).toHaveLength(0);
+
+    source = { ...snap(floor, nt.raft(1).term), data: new TextEncoder().encode("built") };
+    nt.propose(1, "b");
+    nt.tickAll(3);
+    const installed = nt.node(3).readies.filter((r) => r.snapshot !== undefined);
+    expect(installed.map((r) => r.snapshot?.metadata.index)).toEqual([floor]);
+    expect(installed[0]?.snapshot?.data).toEqual(new TextEncoder().encode("built"));
+    expect(nt.raft(3).status().lastIndex).toBe(nt.raft(1).status().lastIndex);
+    expect(nt.raft(3).status().commit).toBe(nt.raft(1).status().commit);
+  });
 });
