@@ -7,22 +7,15 @@
 // a backoff. The sending half writes gRPC frames on the HTTP/2 stream itself (no client
 // library pipeline per batch); any gRPC server of `oprc.RaftService` can read them.
 import { type ClientHttp2Stream, constants, type IncomingHttpHeaders } from "node:http2";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { Http2SessionManager } from "@connectrpc/connect-node";
-import {
-  type RaftBatch,
-  type RaftBatchAck,
-  RaftBatchAckSchema,
-  RaftBatchSchema,
-  type RaftEnvelope,
-  RaftService,
-} from "@oprc/grpc-api";
+import { type RaftBatch, type RaftBatchAck, RaftBatchAckSchema, RaftService } from "@oprc/grpc-api";
 import type { Message } from "@oprc/raft-log";
 import { frameMessage } from "../server/grpc-framing.js";
 import { IncomingHeaders } from "../server/lazy-headers.js";
-import { fromWireMessage, isWireMessage, toWireMessage } from "./raft-wire.js";
+import { encodeRaftBatch, fromWireMessage, type GroupMessage, isWireMessage } from "./raft-wire.js";
 
 /** The path of the Raft stream (`oprc.RaftService/Stream`). */
 export const RAFT_STREAM_PATH: string = `/${RaftService.typeName}/${RaftService.method.stream.name}`;
@@ -110,7 +103,7 @@ interface PeerStream {
 
 interface Peer {
   readonly id: number;
-  queue: RaftEnvelope[];
+  queue: GroupMessage[];
   bytes: number[];
   session: Http2SessionManager | undefined;
   url: string | undefined;
@@ -311,14 +304,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       timeoutMs,
     );
     stalled.unref();
-    // A literal, not create(): create() walks every envelope and message it is given.
-    const batch: RaftBatch = {
-      $typeName: "oprc.RaftBatch",
-      fromNode: BigInt(options.nodeId),
-      toNode: BigInt(p.id),
-      messages: envelopes,
-    };
-    const frame = frameMessage(toBinary(RaftBatchSchema, batch));
+    const frame = frameMessage(encodeRaftBatch(options.nodeId, p.id, envelopes));
     const written = (err: Error | null | undefined): void => {
       clearTimeout(stalled);
       if (err) {
@@ -354,7 +340,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       for (const m of messages) {
         if (!isWireMessage(m) || m.to === options.nodeId) continue;
         const p = peerOf(m.to);
-        p.queue.push({ $typeName: "oprc.RaftEnvelope", group, message: toWireMessage(m) });
+        p.queue.push({ group, message: m });
         p.bytes.push(sizeOf(m));
         if (p.queue.length > maxQueued) {
           p.queue.shift();

@@ -1,9 +1,16 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { RaftMessageSchema, RaftSnapshotSchema } from "@oprc/grpc-api";
+import {
+  RaftBatchSchema,
+  RaftEntryType,
+  type RaftMessage,
+  RaftMessageSchema,
+  RaftMessageType,
+  RaftSnapshotSchema,
+} from "@oprc/grpc-api";
 import { createMessage, type Message, type MessageType } from "@oprc/raft-log";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fromWireMessage, RaftWireError, toWireMessage } from "./raft-wire.js";
+import { encodeRaftBatch, fromWireMessage, RaftWireError } from "./raft-wire.js";
 
 const types: MessageType[] = [
   "prop",
@@ -92,23 +99,102 @@ const messageArb: fc.Arbitrary<Message> = fc
     }),
   );
 
+/** The reference: the message as protobuf-es builds it, field by field (the proto's meaning). */
+function reference(m: Message): RaftMessage {
+  const big = BigInt;
+  const ids = (xs: readonly number[]) => xs.map(big);
+  return create(RaftMessageSchema, {
+    type: RaftMessageType[m.type.toUpperCase() as keyof typeof RaftMessageType],
+    from: big(m.from),
+    to: big(m.to),
+    term: big(m.term),
+    logTerm: big(m.logTerm),
+    index: big(m.index),
+    entries: m.entries.map((e) => ({
+      index: big(e.index),
+      term: big(e.term),
+      type: e.type === "normal" ? RaftEntryType.NORMAL : RaftEntryType.CONF_CHANGE,
+      data: e.data,
+    })),
+    commit: big(m.commit),
+    reject: m.reject,
+    rejectHint: big(m.rejectHint),
+    context: m.context,
+    chunkOffset: big(m.chunkOffset),
+    chunkTotal: big(m.chunkTotal),
+    ...(m.snapshot === undefined
+      ? {}
+      : {
+          snapshot: {
+            index: big(m.snapshot.metadata.index),
+            term: big(m.snapshot.metadata.term),
+            confState: {
+              voters: ids(m.snapshot.metadata.confState.voters),
+              learners: ids(m.snapshot.metadata.confState.learners),
+              votersOutgoing: ids(m.snapshot.metadata.confState.votersOutgoing),
+              learnersNext: ids(m.snapshot.metadata.confState.learnersNext),
+              autoLeave: m.snapshot.metadata.confState.autoLeave,
+            },
+            data: m.snapshot.data,
+          },
+        }),
+  });
+}
+
+const groupArb = fc.oneof(fc.constant(""), fc.string({ maxLength: 12 }), fc.constant("ordres/3 ✓"));
+
 describe("raft wire codec", () => {
-  it("round-trips every message the core can send, through its bytes", () => {
+  it("writes a batch as exactly the bytes protobuf-es writes, and reads every message back", () => {
     fc.assert(
-      fc.property(messageArb, (m) => {
-        const wire = toWireMessage(m);
-        expect(fromWireMessage(wire)).toEqual(m);
-        // The message literal encodes exactly as a message built with create() would.
-        const bytes = toBinary(RaftMessageSchema, wire);
-        expect(bytes).toEqual(toBinary(RaftMessageSchema, create(RaftMessageSchema, wire)));
-        expect(fromWireMessage(fromBinary(RaftMessageSchema, bytes))).toEqual(m);
-      }),
+      fc.property(
+        id,
+        id,
+        fc.array(fc.record({ group: groupArb, message: messageArb }), { maxLength: 5 }),
+        (from, to, messages) => {
+          const bytes = encodeRaftBatch(from, to, messages);
+          const expected = create(RaftBatchSchema, {
+            fromNode: BigInt(from),
+            toNode: BigInt(to),
+            messages: messages.map((g) => ({ group: g.group, message: reference(g.message) })),
+          });
+          expect(Buffer.from(bytes)).toEqual(Buffer.from(toBinary(RaftBatchSchema, expected)));
+          const back = fromBinary(RaftBatchSchema, bytes);
+          expect([Number(back.fromNode), Number(back.toNode)]).toEqual([from, to]);
+          expect(
+            back.messages.map((e) => ({
+              group: e.group,
+              message: fromWireMessage(e.message ?? create(RaftMessageSchema)),
+            })),
+          ).toEqual(messages);
+        },
+      ),
       { numRuns: 1000 },
     );
   });
 
+  it("copies the bytes it reads out of the received frame", () => {
+    const m = createMessage({
+      type: "app",
+      from: 1,
+      to: 2,
+      context: Uint8Array.of(7),
+      entries: [{ index: 1, term: 1, type: "normal", data: Uint8Array.of(1, 2, 3) }],
+    });
+    const frame = Buffer.from(encodeRaftBatch(1, 2, [{ group: "g", message: m }]));
+    const wire = fromBinary(RaftBatchSchema, frame).messages[0]?.message;
+    const back = fromWireMessage(wire ?? create(RaftMessageSchema));
+    frame.fill(0);
+    expect(back.entries[0]?.data).toEqual(Uint8Array.of(1, 2, 3));
+    expect(back.context).toEqual(Uint8Array.of(7));
+  });
+
+  it("refuses to send a local message type", () => {
+    const m = createMessage({ type: "hup", from: 1, to: 1 });
+    expect(() => encodeRaftBatch(1, 2, [{ group: "g", message: m }])).toThrow(/is local/);
+  });
+
   it("refuses what the core cannot have sent", () => {
-    const ok = toWireMessage(createMessage({ type: "app", from: 1, to: 2, term: 3 }));
+    const ok = reference(createMessage({ type: "app", from: 1, to: 2, term: 3 }));
     const bad = (patch: object) => () =>
       fromWireMessage(create(RaftMessageSchema, { ...ok, ...patch }));
     expect(bad({ type: 0 })).toThrow(RaftWireError);
