@@ -32,7 +32,7 @@ import type { OpValue } from "./mutation-op.js";
 import type { StoreOp } from "./mutation-planner.js";
 import { COUNTERS_KEY, OrderedApplier, readLiveCounter } from "./ordered-applier.js";
 import { decodeMeta, encodeCounters } from "./records.js";
-import { exportShardState, parseShardState, replaceShardWrites } from "./shard-state.js";
+import { openShardState, parseShardState, replaceShardWrites } from "./shard-state.js";
 import { StoreError } from "./store-error.js";
 import { checkPositive, StoreReader } from "./store-reads.js";
 import type {
@@ -188,6 +188,12 @@ export interface EntryStore {
   syncApplied(): Promise<void>;
   /** Every record of the shard as bytes (a Raft snapshot); call between applies. */
   exportState(): Promise<Uint8Array>;
+  /**
+   * {@link exportState} in two steps: resolves once every mutation in flight is written,
+   * with the applied index and a reader of the shard as of that moment. Mutations after it
+   * (the next applies) may run while the reader reads; they are not in what it returns.
+   */
+  openStateExport(): Promise<{ appliedIndex: number; read(): Promise<Uint8Array> }>;
   /**
    * Replaces every record of the shard with `state` (from {@link exportState}; empty bytes
    * are the empty shard) in one atomic write, then forgets all planned state. With
@@ -550,9 +556,13 @@ class EntryStoreImpl implements EntryStore {
   }
 
   async exportState(): Promise<Uint8Array> {
+    return (await this.openStateExport()).read();
+  }
+
+  async openStateExport(): Promise<{ appliedIndex: number; read(): Promise<Uint8Array> }> {
     this.checkOpen();
     await this.applier.drain();
-    return exportShardState(this.kv);
+    return { appliedIndex: this.applied, read: openShardState(this.kv) };
   }
 
   async importState(

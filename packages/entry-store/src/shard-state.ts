@@ -1,6 +1,7 @@
 // A whole shard as bytes: every record of its three keyspaces (objects, blobs, system —
 // counters and the applied log index included). A Raft shard's snapshot is this; a replica
 // that fell behind a compacted log installs it in one atomic write.
+import { concatBytes } from "./bytes.js";
 import type { Keyspace, KvShard, KvWriteOp } from "./kv.js";
 import { StoreError } from "./store-error.js";
 
@@ -17,49 +18,50 @@ export interface ShardRecord {
 }
 
 /**
- * Reads every record of `kv`. The three keyspaces are read through iterators opened
- * together; call it while no write of the shard is in flight for a consistent picture.
- * Layout: `ODGMSHARD` version(u8), then per record keyspace(u8) keyLen(u32 LE) key
- * valueLen(u32 LE) value, then the record count (u32 LE).
+ * A reader of every record of `kv`. The three keyspaces' iterators are opened now, together,
+ * each a point-in-time view: call it while no write of the shard is in flight, and writes
+ * after it are not in what the reader returns, however long the reading takes. Layout:
+ * `ODGMSHARD` version(u8), then per record keyspace(u8) keyLen(u32 LE) key valueLen(u32 LE)
+ * value, then the record count (u32 LE).
  */
-export async function exportShardState(kv: KvShard): Promise<Uint8Array> {
-  const iterators = KEYSPACES.map((ks) => kv.iterator(ks));
-  const chunks: Uint8Array[] = [MAGIC, Uint8Array.of(FORMAT_VERSION)];
-  let count = 0;
+export function openShardState(kv: KvShard): () => Promise<Uint8Array> {
+  const iterators: ReturnType<KvShard["iterator"]>[] = [];
   try {
-    for (const [i, it] of iterators.entries()) {
-      for (;;) {
-        const rows = await it.next(PAGE);
-        if (rows.length === 0) break;
-        for (const [key, value] of rows) {
-          const head = new Uint8Array(5);
-          head[0] = i;
-          new DataView(head.buffer).setUint32(1, key.length, true);
-          const len = new Uint8Array(4);
-          new DataView(len.buffer).setUint32(0, value.length, true);
-          chunks.push(head, key, len, value);
-          count++;
+    for (const ks of KEYSPACES) iterators.push(kv.iterator(ks));
+  } catch (err) {
+    for (const it of iterators) void it.close();
+    throw err;
+  }
+  return async () => {
+    const chunks: Uint8Array[] = [MAGIC, Uint8Array.of(FORMAT_VERSION)];
+    let count = 0;
+    try {
+      for (const [i, it] of iterators.entries()) {
+        for (;;) {
+          const rows = await it.next(PAGE);
+          if (rows.length === 0) break;
+          for (const [key, value] of rows) {
+            const head = new Uint8Array(5);
+            head[0] = i;
+            new DataView(head.buffer).setUint32(1, key.length, true);
+            const len = new Uint8Array(4);
+            new DataView(len.buffer).setUint32(0, value.length, true);
+            chunks.push(head, key, len, value);
+            count++;
+          }
         }
       }
+    } finally {
+      for (const it of iterators) await it.close();
     }
-  } finally {
-    for (const it of iterators) await it.close();
-  }
-  const tail = new Uint8Array(4);
-  new DataView(tail.buffer).setUint32(0, count, true);
-  chunks.push(tail);
-  let size = 0;
-  for (const c of chunks) size += c.length;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
+    const tail = new Uint8Array(4);
+    new DataView(tail.buffer).setUint32(0, count, true);
+    chunks.push(tail);
+    return concatBytes(...chunks);
+  };
 }
 
-/** Parses {@link exportShardState}'s bytes, or throws `invalid_argument` naming the problem. */
+/** Parses {@link openShardState}'s bytes, or throws `invalid_argument` naming the problem. */
 export function parseShardState(bytes: Uint8Array): ShardRecord[] {
   const bad = (what: string): StoreError =>
     new StoreError("invalid_argument", `shard state is malformed: ${what}`);

@@ -967,6 +967,26 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
         await again.close();
       });
 
+      it("an opened export reads the shard as of its opening while later writes go on", async () => {
+        await store.setEntry("o", "a", val("1"));
+        await store.applyCommitted([{ index: 3, op: undefined }]);
+        const view = await store.openStateExport();
+        expect(view.appliedIndex).toBe(3);
+        await store.setEntry("o", "a", val("2"));
+        await store.setEntry("later", "k", val("x"));
+        await store.deleteObject("o");
+        const other = await createEntryStore({ engine, shard: "cls/1" });
+        try {
+          await other.importState(await view.read());
+          expect(txt((await other.getEntry("o", "a")).entry?.value)).toBe("1");
+          expect(await other.getMetadata("later")).toBeUndefined();
+          expect(other.appliedIndex()).toBe(3);
+          expect(other.stats().liveObjects).toBe(1n);
+        } finally {
+          await other.close();
+        }
+      });
+
       it("exports a shard's state and installs it elsewhere in one write; malformed state changes nothing", async () => {
         await store.setObject("o", {
           entries: [

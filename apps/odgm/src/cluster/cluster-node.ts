@@ -367,7 +367,7 @@ export class ClusterNode {
           entries.map((e) => ({ index: e.index, op: this.decodeEntry(id, e) })),
           { sync: false },
         ),
-      snapshot: () => store.exportState(),
+      snapshot: async () => (await store.openStateExport()).read,
       restore: (data, index) => store.importState(data, { appliedIndex: index }),
       persist: () => store.syncApplied(),
     };

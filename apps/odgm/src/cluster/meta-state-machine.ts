@@ -141,13 +141,14 @@ export async function openMetaStateMachine(
     // Every apply is synced already.
     persist: () => saveApplied(applied),
     async snapshot() {
-      return enc.encode(
+      const bytes = enc.encode(
         JSON.stringify({
           applied,
           collections: o.registry.list().map((c) => toJson(CreateCollectionRequestSchema, c)),
           members: [...o.addresses],
         }),
       );
+      return async () => bytes;
     },
     async restore(data: Uint8Array, index: number) {
       if (data.byteLength > 0) {

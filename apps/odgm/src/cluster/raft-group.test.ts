@@ -15,6 +15,8 @@ class ListMachine implements StateMachine<number> {
   persisted = 0;
   /** While set, every apply waits for it (a slow state machine). */
   gate: Promise<void> | undefined;
+  /** While set, reading a snapshot waits for it (a large state). */
+  readGate: Promise<void> | undefined;
   appliedIndex(): number {
     return this.applied;
   }
@@ -28,8 +30,12 @@ class ListMachine implements StateMachine<number> {
     }
     return out;
   }
-  async snapshot(): Promise<Uint8Array> {
-    return enc.encode(JSON.stringify({ items: this.items, applied: this.applied }));
+  async snapshot(): Promise<() => Promise<Uint8Array>> {
+    const bytes = enc.encode(JSON.stringify({ items: this.items, applied: this.applied }));
+    return async () => {
+      await this.readGate;
+      return bytes;
+    };
   }
   async restore(data: Uint8Array): Promise<void> {
     const s = JSON.parse(dec.decode(data)) as { items: string[]; applied: number };
@@ -144,14 +150,20 @@ describe("RaftGroup", () => {
     expect(c.machines.get(id)?.items).toEqual(["a"]);
   });
 
-  it("compacts the log behind the durable state, and builds a snapshot only for a cut-off replica", async () => {
+  /** Three replicas compacting every 5 entries; one follower cut off while `n` are proposed. */
+  async function withCutOff(n: number) {
     const c = await cluster([1, 2, 3], 5);
     const leader = c.leader() as RaftGroup<number>;
     const leaderId = leader.status().id;
     const lagging = [...c.groups.keys()].find((k) => !c.groups.get(k)?.isLeader) as number;
     c.cut.add(lagging);
-    for (let i = 0; i < 20; i++) await leader.propose(enc.encode(`v${i}`));
+    for (let i = 0; i < n; i++) await leader.propose(enc.encode(`v${i}`));
     await c.tick(2);
+    return { c, leader, leaderId, lagging };
+  }
+
+  it("compacts the log behind the durable state, and builds a snapshot only for a cut-off replica", async () => {
+    const { c, leader, leaderId, lagging } = await withCutOff(20);
     const compacted = leader.status().lastSnapshotIndex;
     expect(compacted).toBeGreaterThan(5);
     // The log keeps the point, not a copy of the state, and only behind what was persisted.
@@ -174,6 +186,27 @@ describe("RaftGroup", () => {
     await leader.propose(enc.encode("after"));
     for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 21; i++) await c.tick(1);
     expect(c.machines.get(lagging)?.items.at(-1)).toBe("after");
+  });
+
+  it("applies go on while a snapshot is read, and the log keeps the entries after it", async () => {
+    const { c, leader, leaderId, lagging } = await withCutOff(10);
+    let release = (): void => undefined;
+    (c.machines.get(leaderId) as ListMachine).readGate = new Promise((r) => {
+      release = r;
+    });
+    c.cut.delete(lagging);
+    // The follower asks; the build starts and waits on its read.
+    await c.tick(3);
+    // Proposals are applied (and answered) meanwhile.
+    for (let i = 10; i < 15; i++) {
+      const r = await leader.propose(enc.encode(`v${i}`));
+      expect(r.result).toBe(i + 1);
+    }
+    expect(leader.status().snapshotsBuilt).toBe(0);
+    release();
+    for (let i = 0; i < 200 && c.machines.get(lagging)?.items.length !== 15; i++) await c.tick(1);
+    expect(c.machines.get(lagging)?.items).toEqual(Array.from({ length: 15 }, (_, i) => `v${i}`));
+    expect(leader.status().snapshotsBuilt).toBe(1);
   });
 
   it("a snapshot built after a membership change carries that membership to a new replica", async () => {

@@ -30,8 +30,11 @@ export interface StateMachine<R> {
   appliedIndex(): number;
   /** Applies committed entries (in order); one result per entry, in order. */
   apply(entries: readonly Entry[]): Promise<readonly R[]>;
-  /** The state as bytes, exactly as of {@link appliedIndex} (called between applies). */
-  snapshot(): Promise<Uint8Array>;
+  /**
+   * Fixes the state as of {@link appliedIndex} (called between applies) and returns the
+   * reader of it as bytes. Reading may overlap later applies, and returns the fixed state.
+   */
+  snapshot(): Promise<() => Promise<Uint8Array>>;
   /** Replaces the state with a snapshot's bytes. */
   restore(data: Uint8Array, index: number): Promise<void>;
   /**
@@ -149,6 +152,8 @@ export class RaftGroup<R> {
   /** A snapshot built for followers behind the compacted log, while one may still ask. */
   private built: Snapshot | undefined;
   private building = false;
+  /** The point of the snapshot being read, once its state is fixed. */
+  private buildingAt: Snapshot["metadata"] | undefined;
   private snapshotsBuilt = 0;
   /** Ticks since a follower last needed a snapshot. */
   private ticksSinceAsked = 0;
@@ -294,28 +299,43 @@ export class RaftGroup<R> {
     return undefined;
   }
 
-  /** Builds a snapshot of the state machine between two applies (once at a time). */
+  /**
+   * Builds a snapshot of the state machine (once at a time): its state is fixed between two
+   * applies, and read while the next ones go on (a large shard takes long to read).
+   */
   private buildSnapshot(): void {
     if (this.building || this.closed) return;
     this.building = true;
+    const failed = (err: unknown): void => {
+      this.building = false;
+      this.buildingAt = undefined;
+      // Asked again at the follower's next answer.
+      this.o.onError?.(err, "building a snapshot");
+    };
     this.applyQueue = this.applyQueue.then(async () => {
+      if (this.closed) {
+        this.building = false;
+        return;
+      }
+      let metadata: Snapshot["metadata"];
+      let read: () => Promise<Uint8Array>;
       try {
+        const index = this.o.stateMachine.appliedIndex();
+        metadata = { index, term: this.o.storage.term(index), confState: this.appliedConf.conf };
+        read = await this.o.stateMachine.snapshot();
+        this.buildingAt = metadata;
+      } catch (err) {
+        failed(err);
+        return;
+      }
+      read().then((data) => {
+        this.building = false;
+        this.buildingAt = undefined;
         if (this.closed) return;
-        const sm = this.o.stateMachine;
-        const index = sm.appliedIndex();
-        const data = await sm.snapshot();
-        this.built = {
-          metadata: { index, term: this.o.storage.term(index), confState: this.appliedConf.conf },
-          data,
-        };
+        this.built = { metadata, data };
         this.snapshotsBuilt++;
         this.ticksSinceAsked = 0;
-      } catch (err) {
-        // Asked again at the follower's next answer.
-        this.o.onError?.(err, "building a snapshot");
-      } finally {
-        this.building = false;
-      }
+      }, failed);
     });
   }
 
@@ -590,14 +610,20 @@ export class RaftGroup<R> {
     const byCount = applied - first + 1 >= (this.o.compactAfter ?? 100_000);
     const byBytes = this.appliedBytes >= (this.o.compactAfterBytes ?? 64 * 1024 * 1024);
     if (!(byCount || byBytes) || applied > storage.lastIndex()) return;
+    // Not past a snapshot being read or kept for followers: they need the entries after it,
+    // and a large shard that takes longer to read than the log to fill up again would
+    // otherwise never be sent.
+    const pinned = this.built?.metadata ?? this.buildingAt;
+    const metadata =
+      pinned !== undefined && pinned.index < applied
+        ? pinned
+        : { index: applied, term: storage.term(applied), confState: this.appliedConf.conf };
+    if (metadata.index < first) return;
     // The log keeps the point it is compacted to, not a copy of the state: the state machine
     // makes what it applied durable first, and a follower that needs a snapshot gets one
     // built then (sendableSnapshot).
     await this.o.stateMachine.persist();
-    await storage.compact(applied, {
-      metadata: { index: applied, term: storage.term(applied), confState: this.appliedConf.conf },
-      data: EMPTY,
-    });
+    await storage.compact(metadata.index, { metadata, data: EMPTY });
     this.appliedBytes = 0;
   }
 }
