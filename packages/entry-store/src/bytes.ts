@@ -3,8 +3,8 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return Buffer.compare(a, b);
 }
 
-/** Concatenates byte strings into a fresh array. */
-export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+/** Concatenates byte strings into a fresh array (a list, not arguments: it may be long). */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
   let len = 0;
   for (const p of parts) len += p.length;
   const out = new Uint8Array(len);

@@ -57,7 +57,7 @@ export function openShardState(kv: KvShard): () => Promise<Uint8Array> {
     const tail = new Uint8Array(4);
     new DataView(tail.buffer).setUint32(0, count, true);
     chunks.push(tail);
-    return concatBytes(...chunks);
+    return concatBytes(chunks);
   };
 }
 
