@@ -147,8 +147,13 @@ export class RaftGroup<R> {
   private unsavedHardState: HardState | undefined;
   /** Payload bytes applied since the last compaction (or since open). */
   private appliedBytes = 0;
-  /** The membership as of the state machine's applied index (what a snapshot of it carries). */
-  private appliedConf: { index: number; conf: ConfState };
+  /**
+   * The membership as of {@link confIndex}: the stored snapshot's, then every conf change
+   * handed to apply (a restart hands the entries after the snapshot over again, and the
+   * state machine skips those it has). What a snapshot at that index carries.
+   */
+  private appliedConf: ConfState;
+  private confIndex: number;
   /** A snapshot built for followers behind the compacted log, while one may still ask. */
   private built: Snapshot | undefined;
   private building = false;
@@ -161,13 +166,14 @@ export class RaftGroup<R> {
   private constructor(
     private readonly o: RaftGroupOptions<R>,
     raft: Raft,
-    appliedConf: { index: number; conf: ConfState },
   ) {
     this.id = o.id;
     this.raft = raft;
     const hs = o.storage.initialState().hardState;
     this.durable = { term: hs.term, vote: hs.vote };
-    this.appliedConf = appliedConf;
+    const snap = o.storage.snapshot().metadata;
+    this.appliedConf = snap.confState;
+    this.confIndex = snap.index;
   }
 
   /** Opens (bootstrapping when new and `bootstrapVoters` is given) a group. */
@@ -222,7 +228,7 @@ export class RaftGroup<R> {
       snapshotSource: () => group?.sendableSnapshot(),
       ...(o.readOnlyOption === undefined ? {} : { readOnlyOption: o.readOnlyOption }),
     });
-    group = new RaftGroup(o, raft, confAt(storage, o.stateMachine.appliedIndex()));
+    group = new RaftGroup(o, raft);
     group.kick();
     return group;
   }
@@ -317,11 +323,17 @@ export class RaftGroup<R> {
         this.building = false;
         return;
       }
+      const index = this.o.stateMachine.appliedIndex();
+      if (this.confIndex < index) {
+        // After a restart, until the entries the state machine has are handed over again,
+        // the membership at its index is not known here: asked again at the next answer.
+        this.building = false;
+        return;
+      }
       let metadata: Snapshot["metadata"];
       let read: () => Promise<Uint8Array>;
       try {
-        const index = this.o.stateMachine.appliedIndex();
-        metadata = { index, term: this.o.storage.term(index), confState: this.appliedConf.conf };
+        metadata = { index, term: this.o.storage.term(index), confState: this.appliedConf };
         read = await this.o.stateMachine.snapshot();
         this.buildingAt = metadata;
       } catch (err) {
@@ -533,7 +545,8 @@ export class RaftGroup<R> {
       await this.applyQueue;
       const { metadata } = rd.snapshot;
       await this.o.stateMachine.restore(rd.snapshot.data, metadata.index);
-      this.appliedConf = { index: metadata.index, conf: metadata.confState };
+      this.appliedConf = metadata.confState;
+      this.confIndex = metadata.index;
       this.built = undefined;
       // Once the state machine holds the state durably, the log keeps the point, not the data.
       await this.o.stateMachine.persist();
@@ -589,9 +602,9 @@ export class RaftGroup<R> {
     }
     for (const e of entries) {
       this.appliedBytes += e.data.byteLength;
-      if (e.type === "conf_change" && e.index > this.appliedConf.index) {
-        this.appliedConf = { index: e.index, conf: nextConf(this.appliedConf.conf, e) };
-      }
+      if (e.index <= this.confIndex) continue;
+      if (e.type === "conf_change") this.appliedConf = nextConf(this.appliedConf, e);
+      this.confIndex = e.index;
     }
     const last = entries[entries.length - 1] as Entry;
     // Proposals below what was just applied that never showed up were cut off by a snapshot.
@@ -617,7 +630,7 @@ export class RaftGroup<R> {
     const metadata =
       pinned !== undefined && pinned.index < applied
         ? pinned
-        : { index: applied, term: storage.term(applied), confState: this.appliedConf.conf };
+        : { index: applied, term: storage.term(applied), confState: this.appliedConf };
     if (metadata.index < first) return;
     // The log keeps the point it is compacted to, not a copy of the state: the state machine
     // makes what it applied durable first, and a follower that needs a snapshot gets one
@@ -635,19 +648,6 @@ function nextConf(conf: ConfState, e: Entry): ConfState {
   } catch {
     return conf;
   }
-}
-
-/** The membership as of `index`: the stored snapshot's, then the log's conf changes up to it. */
-function confAt(storage: LogStore, index: number): { index: number; conf: ConfState } {
-  const snap = storage.snapshot().metadata;
-  let conf = snap.confState;
-  const last = Math.min(index, storage.lastIndex());
-  for (let lo = snap.index + 1; lo <= last; ) {
-    const page = storage.entries(lo, last + 1, 1 << 20);
-    for (const e of page) if (e.type === "conf_change") conf = nextConf(conf, e);
-    lo += page.length;
-  }
-  return { index: Math.max(index, snap.index), conf };
 }
 
 function hashString(s: string): number {
