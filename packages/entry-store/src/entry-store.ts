@@ -27,7 +27,7 @@ import {
   readCursors,
 } from "./change-log.js";
 import { checkId, decodeStoredKey } from "./entry-keys.js";
-import type { KvEngine, KvShard } from "./kv.js";
+import type { KvEngine, KvShard, KvWriteOp } from "./kv.js";
 import type { OpValue } from "./mutation-op.js";
 import type { StoreOp } from "./mutation-planner.js";
 import { COUNTERS_KEY, OrderedApplier, readLiveCounter } from "./ordered-applier.js";
@@ -335,10 +335,11 @@ async function readAppliedIndex(kv: KvShard): Promise<number> {
   return Number(new DataView(raw.buffer, raw.byteOffset, 8).getBigUint64(0, false));
 }
 
-function encodeAppliedIndex(index: number): Uint8Array {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigUint64(0, BigInt(index), false);
-  return out;
+/** The write that records `index` as the applied log index. */
+function appliedIndexWrite(index: number): KvWriteOp {
+  const value = new Uint8Array(8);
+  new DataView(value.buffer).setBigUint64(0, BigInt(index), false);
+  return { type: "put", keyspace: "system", key: APPLIED_KEY, value };
 }
 
 /** The entries of a call as the operation carries them (values checked by the planner). */
@@ -514,14 +515,7 @@ class EntryStoreImpl implements EntryStore {
       ops.push(e.op);
     }
     if (last === this.applied) return entries.map(() => undefined);
-    const extra = [
-      {
-        type: "put" as const,
-        keyspace: "system" as const,
-        key: APPLIED_KEY,
-        value: encodeAppliedIndex(last),
-      },
-    ];
+    const extra = [appliedIndexWrite(last)];
     let applied: Awaited<ReturnType<OrderedApplier["applyInOrder"]>>;
     try {
       applied = await this.applier.applyInOrder(ops, extra, options.sync ?? this.sync);
@@ -539,17 +533,7 @@ class EntryStoreImpl implements EntryStore {
     await this.applier.drain();
     // Any synced write syncs the write-ahead log before it: rewrite the applied index.
     try {
-      await this.kv.write(
-        [
-          {
-            type: "put",
-            keyspace: "system",
-            key: APPLIED_KEY,
-            value: encodeAppliedIndex(this.applied),
-          },
-        ],
-        { sync: true },
-      );
+      await this.kv.write([appliedIndexWrite(this.applied)], { sync: true });
     } catch (err) {
       throw storeError(err);
     }
@@ -574,14 +558,7 @@ class EntryStoreImpl implements EntryStore {
     await this.applier.drain();
     try {
       const writes = await replaceShardWrites(this.kv, records);
-      if (options.appliedIndex !== undefined) {
-        writes.push({
-          type: "put",
-          keyspace: "system",
-          key: APPLIED_KEY,
-          value: encodeAppliedIndex(options.appliedIndex),
-        });
-      }
+      if (options.appliedIndex !== undefined) writes.push(appliedIndexWrite(options.appliedIndex));
       await this.kv.write(writes, { sync: options.sync ?? this.sync });
     } catch (err) {
       throw storeError(err);

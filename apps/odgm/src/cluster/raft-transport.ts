@@ -397,7 +397,6 @@ function cancel(s: PeerStream): void {
   else s.opened.then(close, () => undefined);
 }
 
-/** A `grpc-message` trailer, percent-decoded (kept as sent when it does not decode). */
 /** Options of {@link createRaftServiceImpl}. */
 export interface RaftServiceOptions {
   readonly nodeId: number;

@@ -3,6 +3,7 @@
 // past 2^53, a snapshot chunk outside its total) is refused with an error naming the
 // problem, so a bad peer is logged and ignored, never trusted.
 import { create } from "@bufbuild/protobuf";
+import { varintLength } from "@oprc/granular-key";
 import {
   RaftConfStateSchema,
   type RaftEntry,
@@ -78,8 +79,7 @@ export function encodeRaftBatch(
     const m = messageSize(message);
     groups.push(g);
     sizes.push(m);
-    const envelope = bytesField(g) + 1 + varintSize(m) + m;
-    size += 1 + varintSize(envelope) + envelope;
+    size += lenField(bytesField(g) + lenField(m));
   }
   const w = new Writer(size);
   w.uint(1, from);
@@ -87,15 +87,12 @@ export function encodeRaftBatch(
   for (const [i, { group, message }] of messages.entries()) {
     const g = groups[i] as number;
     const m = sizes[i] as number;
-    w.tag(3, LEN);
-    w.varint(bytesField(g) + 1 + varintSize(m) + m);
+    w.len(3, bytesField(g) + lenField(m));
     if (g > 0) {
-      w.tag(1, LEN);
-      w.varint(g);
+      w.len(1, g);
       w.pos += w.buf.write(group, w.pos, "utf8");
     }
-    w.tag(2, LEN);
-    w.varint(m);
+    w.len(2, m);
     writeMessage(w, message);
   }
   return w.buf;
@@ -104,25 +101,28 @@ export function encodeRaftBatch(
 const VARINT = 0;
 const LEN = 2;
 
-function varintSize(n: number): number {
-  let s = 1;
-  for (let v = n; v >= 128; v = Math.floor(v / 128)) s++;
-  return s;
-}
-/** A uint64 field (one-byte tag); zero is left out. */
+// Sizes of fields with one-byte tags (every field number here is below 16).
+/** A uint64 field; zero is left out. */
 function uintField(n: number): number {
-  return n === 0 ? 0 : 1 + varintSize(n);
+  return n === 0 ? 0 : 1 + varintLength(n);
 }
-/** A bytes or string field of `len` bytes (one-byte tag); empty is left out. */
+/** A length-delimited field of `len` bytes, written even when empty (a message field). */
+function lenField(len: number): number {
+  return 1 + varintLength(len) + len;
+}
+/** A bytes or string field of `len` bytes; empty is left out. */
 function bytesField(len: number): number {
-  return len === 0 ? 0 : 1 + varintSize(len) + len;
+  return len === 0 ? 0 : lenField(len);
+}
+/** The payload of a packed repeated uint64 field. */
+function packedLength(xs: readonly number[]): number {
+  let n = 0;
+  for (const x of xs) n += varintLength(x);
+  return n;
 }
 /** A packed repeated uint64 field; empty is left out. */
 function packedField(xs: readonly number[]): number {
-  if (xs.length === 0) return 0;
-  let n = 0;
-  for (const x of xs) n += varintSize(x);
-  return 1 + varintSize(n) + n;
+  return xs.length === 0 ? 0 : lenField(packedLength(xs));
 }
 function entrySize(e: Entry): number {
   return (
@@ -142,13 +142,10 @@ function confSize(c: ConfState): number {
   );
 }
 function snapshotSize(s: NonNullable<Message["snapshot"]>): number {
-  const c = confSize(s.metadata.confState);
   return (
     uintField(s.metadata.index) +
     uintField(s.metadata.term) +
-    1 +
-    varintSize(c) +
-    c +
+    lenField(confSize(s.metadata.confState)) +
     bytesField(s.data.byteLength)
   );
 }
@@ -160,16 +157,10 @@ function messageSize(m: Message): number {
     uintField(m.term) +
     uintField(m.logTerm) +
     uintField(m.index);
-  for (const e of m.entries) {
-    const es = entrySize(e);
-    n += 1 + varintSize(es) + es;
-  }
+  for (const e of m.entries) n += lenField(entrySize(e));
   n += uintField(m.commit) + (m.reject ? 2 : 0) + uintField(m.rejectHint);
   n += bytesField(m.context.byteLength);
-  if (m.snapshot !== undefined) {
-    const ss = snapshotSize(m.snapshot);
-    n += 1 + varintSize(ss) + ss;
-  }
+  if (m.snapshot !== undefined) n += lenField(snapshotSize(m.snapshot));
   return n + uintField(m.chunkOffset) + uintField(m.chunkTotal);
 }
 
@@ -191,6 +182,11 @@ class Writer {
   tag(field: number, wireType: number): void {
     this.buf[this.pos++] = (field << 3) | wireType;
   }
+  /** The tag and length of a length-delimited field whose `len` bytes follow. */
+  len(field: number, len: number): void {
+    this.tag(field, LEN);
+    this.varint(len);
+  }
   uint(field: number, n: number): void {
     if (n === 0) return;
     this.tag(field, VARINT);
@@ -203,17 +199,13 @@ class Writer {
   }
   bytes(field: number, b: Uint8Array): void {
     if (b.byteLength === 0) return;
-    this.tag(field, LEN);
-    this.varint(b.byteLength);
+    this.len(field, b.byteLength);
     this.buf.set(b, this.pos);
     this.pos += b.byteLength;
   }
   packed(field: number, xs: readonly number[]): void {
     if (xs.length === 0) return;
-    let n = 0;
-    for (const x of xs) n += varintSize(x);
-    this.tag(field, LEN);
-    this.varint(n);
+    this.len(field, packedLength(xs));
     for (const x of xs) this.varint(x);
   }
 }
@@ -226,8 +218,7 @@ function writeMessage(w: Writer, m: Message): void {
   w.uint(5, m.logTerm);
   w.uint(6, m.index);
   for (const e of m.entries) {
-    w.tag(7, LEN);
-    w.varint(entrySize(e));
+    w.len(7, entrySize(e));
     w.uint(1, e.index);
     w.uint(2, e.term);
     if (e.type !== "normal") w.uint(3, RaftEntryType.CONF_CHANGE);
@@ -239,13 +230,11 @@ function writeMessage(w: Writer, m: Message): void {
   w.bytes(11, m.context);
   if (m.snapshot !== undefined) {
     const s = m.snapshot;
-    w.tag(12, LEN);
-    w.varint(snapshotSize(s));
+    w.len(12, snapshotSize(s));
     w.uint(1, s.metadata.index);
     w.uint(2, s.metadata.term);
     const c = s.metadata.confState;
-    w.tag(3, LEN);
-    w.varint(confSize(c));
+    w.len(3, confSize(c));
     w.packed(1, c.voters);
     w.packed(2, c.learners);
     w.packed(3, c.votersOutgoing);
