@@ -26,6 +26,9 @@ describe("loadConfig", () => {
       readConsistency: "linearizable",
       tickMs: 100,
       electionTicks: 10,
+      compactEntries: 100_000,
+      compactBytes: 64 * 1024 * 1024,
+      catchUpEntries: 5_000,
     });
     expect(c.collections).toEqual([]);
     expect(c.features).toEqual({
@@ -99,6 +102,7 @@ describe("loadConfig", () => {
     ["ODGM_NUMERIC_ID_CREATES", "deny"],
     ["ODGM_STRING_ID_WRITES", "sometimes"],
     ["ODGM_RAFT_TICK_MS", "0"],
+    ["ODGM_RAFT_CATCHUP_ENTRIES", "-1"],
     ["ODGM_STORAGE", "leveldb"],
     ["ODGM_LOG_LEVEL", "loud"],
     ["ODGM_COLLECTION", "{not json"],

@@ -184,6 +184,11 @@ export interface ClusterConfig {
   readonly compactEntries: number;
   /** `ODGM_RAFT_COMPACT_BYTES` (default 64 MiB): applied payload bytes kept before a snapshot compacts the log. */
   readonly compactBytes: number;
+  /**
+   * `ODGM_RAFT_CATCHUP_ENTRIES` (default 5000): entries a compaction keeps behind the applied
+   * index for followers a little behind (within half the two thresholds above).
+   */
+  readonly catchUpEntries: number;
 }
 
 /** How reads of a raft shard are confirmed. */
@@ -338,6 +343,7 @@ function parseCluster(env: Env, port: number, scheme: "http:" | "https:"): Clust
     electionTicks: int(env, "ODGM_RAFT_ELECTION_TICKS", 10, 3, 1000),
     compactEntries: int(env, "ODGM_RAFT_COMPACT_ENTRIES", 100_000, 10, 100_000_000),
     compactBytes: int(env, "ODGM_RAFT_COMPACT_BYTES", 64 * 1024 * 1024, 64 * 1024, 2 ** 40),
+    catchUpEntries: int(env, "ODGM_RAFT_CATCHUP_ENTRIES", 5_000, 0, 100_000_000),
   };
 }
 

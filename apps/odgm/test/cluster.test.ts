@@ -170,7 +170,13 @@ describe("a three-node cluster", () => {
   it("reports members, leaders and indexes on /api/cluster", async () => {
     const status = (await (await fetch(`${cluster.url(1)}/api/cluster`)).json()) as {
       members: { id: number }[];
-      groups: { group: string; leader: number; term: number; voters: number[] }[];
+      groups: {
+        group: string;
+        leader: number;
+        term: number;
+        voters: number[];
+        snapshotsBuilt: number;
+      }[];
     };
     expect(status.members.map((m) => m.id)).toEqual([1, 2, 3]);
     // The cluster routes are in the node's OpenAPI document.
@@ -186,6 +192,7 @@ describe("a three-node cluster", () => {
     for (const g of status.groups) {
       expect(g.leader).toBeGreaterThan(0);
       expect(g.voters).toEqual([1, 2, 3]);
+      expect(g.snapshotsBuilt).toBe(0);
     }
     // The gRPC equivalent answers the same.
     const admin = createClient(ClusterService, createGrpcTransport({ baseUrl: cluster.url(1) }));

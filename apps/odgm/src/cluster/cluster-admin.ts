@@ -44,6 +44,7 @@ export function clusterStatusOf(cluster: ClusterNode): ClusterStatusMessage {
       lastSnapshotIndex: n(g.lastSnapshotIndex),
       snapshotsSent: n(g.snapshotsSent),
       snapshotsInstalled: n(g.snapshotsInstalled),
+      snapshotsBuilt: n(g.snapshotsBuilt),
       voters: g.confState.voters.map(n),
       learners: g.confState.learners.map(n),
       followers:

@@ -465,6 +465,7 @@ export class ClusterNode {
       heartbeatTick: 1,
       compactAfter: this.o.config.compactEntries,
       compactAfterBytes: this.o.config.compactBytes,
+      catchUpEntries: this.o.config.catchUpEntries,
       onSoftState: (_role, leader) => this.o.hooks?.onLeaderChange?.(id, leader),
       onError: (err, what) => this.o.logger.error({ err, group: id, what }, "raft group error"),
     });

@@ -54,6 +54,9 @@ interface Cluster {
   /** Opens a replica on a new, empty node (it waits for the leader to add it). */
   join(id: number): Promise<void>;
   cut: Set<number>;
+  /** Nodes whose incoming appends are held back (in `held`); heartbeats still reach them. */
+  holdAppends: Set<number>;
+  held: Message[];
   tick(n: number): Promise<void>;
   leader(): RaftGroup<number> | undefined;
 }
@@ -67,14 +70,21 @@ async function cluster(
   ids: number[],
   compactAfter = 10_000,
   compactAfterBytes?: number,
+  catchUpEntries = 0,
 ): Promise<Cluster> {
   const groups = new Map<number, RaftGroup<number>>();
   const machines = new Map<number, ListMachine>();
   const storages = new Map<number, LogStore>();
   const cut = new Set<number>();
+  const holdAppends = new Set<number>();
+  const held: Message[] = [];
   const send = (_group: string, msgs: readonly Message[]): void => {
     for (const m of msgs) {
       if (cut.has(m.from) || cut.has(m.to)) continue;
+      if (holdAppends.has(m.to) && m.type === "app") {
+        held.push(m);
+        continue;
+      }
       queueMicrotask(() => groups.get(m.to)?.step(m));
     }
   };
@@ -92,6 +102,7 @@ async function cluster(
       ...(bootstrapVoters === undefined ? {} : { bootstrapVoters }),
       compactAfter,
       ...(compactAfterBytes === undefined ? {} : { compactAfterBytes }),
+      catchUpEntries,
     });
     groups.set(id, g);
     open.push(g);
@@ -103,6 +114,8 @@ async function cluster(
     storages,
     join: (id) => openNode(id),
     cut,
+    holdAppends,
+    held,
     async tick(n) {
       for (let i = 0; i < n; i++) {
         for (const [id, g] of groups) if (!cut.has(id)) g.tick();
@@ -186,6 +199,72 @@ describe("RaftGroup", () => {
     await leader.propose(enc.encode("after"));
     for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 21; i++) await c.tick(1);
     expect(c.machines.get(lagging)?.items.at(-1)).toBe("after");
+  });
+
+  it("keeps the entries a follower that answers still lacks: it catches up from the log, not from a snapshot", async () => {
+    // Compaction at 20 entries keeps at most 10; no catch-up tail.
+    const c = await cluster([1, 2, 3], 20);
+    const leader = c.leader() as RaftGroup<number>;
+    const slow = [...c.groups.keys()].find((k) => !c.groups.get(k)?.isLeader) as number;
+    for (let i = 0; i < 10; i++) await leader.propose(enc.encode(`v${i}`));
+    await c.tick(2);
+    const synced = leader.status().applied;
+    // The follower still answers heartbeats, but its log falls behind.
+    c.holdAppends.add(slow);
+    let last = 0;
+    for (let i = 10; i < 19; i++) last = (await leader.propose(enc.encode(`v${i}`))).index;
+    await c.tick(2);
+    for (let i = 0; i < 100 && leader.status().lastSnapshotIndex <= 1; i++) await c.tick(1);
+    // Compacted (20 entries reached), but only up to what the slow follower has.
+    expect(leader.status().lastSnapshotIndex).toBe(synced);
+    expect(leader.status().lastSnapshotIndex).toBeLessThan(last);
+    c.holdAppends.delete(slow);
+    for (const m of c.held.splice(0)) c.groups.get(m.to)?.step(m);
+    for (let i = 0; i < 100 && c.machines.get(slow)?.items.length !== 19; i++) await c.tick(1);
+    expect(c.machines.get(slow)?.items).toEqual(Array.from({ length: 19 }, (_, i) => `v${i}`));
+    expect(c.groups.get(slow)?.status().snapshotsInstalled).toBe(0);
+    expect(leader.status().snapshotsBuilt).toBe(0);
+  });
+
+  it("keeps a catch-up tail behind the applied index on every replica", async () => {
+    const c = await cluster([1, 2, 3], 10, undefined, 3);
+    const leader = c.leader() as RaftGroup<number>;
+    // The log holds the leader's no-op at 2 and these at 3…11: the 10th entry, applied last,
+    // makes every replica compact there.
+    let last = 0;
+    for (let i = 0; i < 9; i++) last = (await leader.propose(enc.encode(`v${i}`))).index;
+    expect(last).toBe(11);
+    for (let i = 0; i < 100; i++) {
+      await c.tick(1);
+      if ([...c.groups.values()].every((g) => g.status().lastSnapshotIndex > 1)) break;
+    }
+    for (const [id, g] of c.groups) {
+      expect(g.status().lastSnapshotIndex, `node ${id}`).toBe(last - 3);
+      expect(c.storages.get(id)?.firstIndex(), `node ${id}`).toBe(last - 2);
+    }
+  });
+
+  it("records the membership as of the index it compacts to, not a later one", async () => {
+    const c = await cluster([1, 2, 3], 10, undefined, 3);
+    const leader = c.leader() as RaftGroup<number>;
+    for (let i = 0; i < 6; i++) await leader.propose(enc.encode(`v${i}`));
+    // At index 9, inside the tail a compaction at 11 keeps.
+    await leader.proposeConfChange({
+      changes: [{ type: "add_learner", nodeId: 4 }],
+      transition: "auto",
+    });
+    let last = 0;
+    for (let i = 6; i < 8; i++) last = (await leader.propose(enc.encode(`v${i}`))).index;
+    expect(last).toBe(11);
+    const id = leader.status().id;
+    for (let i = 0; i < 100 && leader.status().lastSnapshotIndex <= 1; i++) await c.tick(1);
+    const stored = c.storages.get(id)?.snapshot().metadata;
+    expect(stored?.index).toBe(8);
+    expect(stored?.confState).toMatchObject({ voters: [1, 2, 3], learners: [] });
+    // The next compaction passes the change and records it.
+    for (let i = 8; i < 16; i++) await leader.propose(enc.encode(`v${i}`));
+    for (let i = 0; i < 100 && leader.status().lastSnapshotIndex <= 8; i++) await c.tick(1);
+    expect(c.storages.get(id)?.snapshot().metadata.confState).toMatchObject({ learners: [4] });
   });
 
   it("applies go on while a snapshot is read, and the log keeps the entries after it", async () => {

@@ -23,6 +23,7 @@ import {
   type Ready,
   type Snapshot,
 } from "@oprc/raft-log";
+import { planRetention } from "./log-retention.js";
 
 /** What a group replicates. Entries are applied in log order, exactly once per index. */
 export interface StateMachine<R> {
@@ -71,6 +72,12 @@ export interface RaftGroupOptions<R> {
    * opened the group) carry this many payload bytes. Default 64 MiB.
    */
   readonly compactAfterBytes?: number;
+  /**
+   * Entries kept behind the applied index when the log is compacted, for followers a little
+   * behind (within half the compaction thresholds). Default 5,000, as etcd's
+   * SnapshotCatchUpEntries. The leader keeps as well what a follower that answers still lacks.
+   */
+  readonly catchUpEntries?: number;
   /** Default 64 KiB. */
   readonly snapshotChunkSize?: number;
   readonly readOnlyOption?: ReadOnlyOption;
@@ -147,13 +154,14 @@ export class RaftGroup<R> {
   private unsavedHardState: HardState | undefined;
   /** Payload bytes applied since the last compaction (or since open). */
   private appliedBytes = 0;
-  /**
-   * The membership as of {@link confIndex}: the stored snapshot's, then every conf change
-   * handed to apply (a restart hands the entries after the snapshot over again, and the
-   * state machine skips those it has). What a snapshot at that index carries.
-   */
-  private appliedConf: ConfState;
+  /** The last index handed to apply (or the stored snapshot's): memberships are known up to it. */
   private confIndex: number;
+  /**
+   * The conf changes handed to apply after the stored snapshot, with the membership after
+   * each (a restart hands the entries after the snapshot over again, and the state machine
+   * skips those it has): what a snapshot or compaction at an index records ({@link confAt}).
+   */
+  private confChanges: { index: number; conf: ConfState }[] = [];
   /** A snapshot built for followers behind the compacted log, while one may still ask. */
   private built: Snapshot | undefined;
   private building = false;
@@ -171,9 +179,7 @@ export class RaftGroup<R> {
     this.raft = raft;
     const hs = o.storage.initialState().hardState;
     this.durable = { term: hs.term, vote: hs.vote };
-    const snap = o.storage.snapshot().metadata;
-    this.appliedConf = snap.confState;
-    this.confIndex = snap.index;
+    this.confIndex = o.storage.snapshot().metadata.index;
   }
 
   /** Opens (bootstrapping when new and `bootstrapVoters` is given) a group. */
@@ -333,7 +339,7 @@ export class RaftGroup<R> {
       let metadata: Snapshot["metadata"];
       let read: () => Promise<Uint8Array>;
       try {
-        metadata = { index, term: this.o.storage.term(index), confState: this.appliedConf };
+        metadata = { index, term: this.o.storage.term(index), confState: this.confAt(index) };
         read = await this.o.stateMachine.snapshot();
         this.buildingAt = metadata;
       } catch (err) {
@@ -545,8 +551,8 @@ export class RaftGroup<R> {
       await this.applyQueue;
       const { metadata } = rd.snapshot;
       await this.o.stateMachine.restore(rd.snapshot.data, metadata.index);
-      this.appliedConf = metadata.confState;
       this.confIndex = metadata.index;
+      this.confChanges = [];
       this.built = undefined;
       // Once the state machine holds the state durably, the log keeps the point, not the data.
       await this.o.stateMachine.persist();
@@ -603,7 +609,9 @@ export class RaftGroup<R> {
     for (const e of entries) {
       this.appliedBytes += e.data.byteLength;
       if (e.index <= this.confIndex) continue;
-      if (e.type === "conf_change") this.appliedConf = nextConf(this.appliedConf, e);
+      if (e.type === "conf_change") {
+        this.confChanges.push({ index: e.index, conf: nextConf(this.confAt(e.index), e) });
+      }
       this.confIndex = e.index;
     }
     const last = entries[entries.length - 1] as Entry;
@@ -620,24 +628,58 @@ export class RaftGroup<R> {
   private async maybeCompact(applied: number): Promise<void> {
     const storage = this.o.storage;
     const first = storage.firstIndex();
-    const byCount = applied - first + 1 >= (this.o.compactAfter ?? 100_000);
-    const byBytes = this.appliedBytes >= (this.o.compactAfterBytes ?? 64 * 1024 * 1024);
+    const compactAfter = this.o.compactAfter ?? 100_000;
+    const compactAfterBytes = this.o.compactAfterBytes ?? 64 * 1024 * 1024;
+    const byCount = applied - first + 1 >= compactAfter;
+    const byBytes = this.appliedBytes >= compactAfterBytes;
     if (!(byCount || byBytes) || applied > storage.lastIndex()) return;
+    const liveMatches: number[] = [];
+    if (this.isLeader) {
+      const st = this.raft.status();
+      for (const id of st.responsive) {
+        if (id !== this.o.nodeId) liveMatches.push(st.match.get(id) ?? 0);
+      }
+    }
+    const maxKeptEntries = Math.floor(compactAfter / 2);
+    const tailFrom = Math.max(first, applied + 1 - maxKeptEntries);
+    const tail = applied >= tailFrom ? storage.entries(tailFrom, applied + 1) : [];
+    const plan = planRetention({
+      applied,
+      first,
+      liveMatches,
+      catchUpEntries: this.o.catchUpEntries ?? 5_000,
+      maxKeptEntries,
+      maxKeptBytes: Math.floor(compactAfterBytes / 2),
+      bytesAt: (index) => (tail[index - tailFrom] as Entry).data.byteLength,
+    });
     // Not past a snapshot being read or kept for followers: they need the entries after it,
     // and a large shard that takes longer to read than the log to fill up again would
     // otherwise never be sent.
     const pinned = this.built?.metadata ?? this.buildingAt;
+    const index = pinned !== undefined ? Math.min(plan.compactTo, pinned.index) : plan.compactTo;
+    if (index < first) return;
     const metadata =
-      pinned !== undefined && pinned.index < applied
+      pinned !== undefined && pinned.index === index
         ? pinned
-        : { index: applied, term: storage.term(applied), confState: this.appliedConf };
-    if (metadata.index < first) return;
+        : { index, term: storage.term(index), confState: this.confAt(index) };
     // The log keeps the point it is compacted to, not a copy of the state: the state machine
     // makes what it applied durable first, and a follower that needs a snapshot gets one
     // built then (sendableSnapshot).
     await this.o.stateMachine.persist();
     await storage.compact(metadata.index, { metadata, data: EMPTY });
-    this.appliedBytes = 0;
+    this.confChanges = this.confChanges.filter((c) => c.index > metadata.index);
+    // What stays in the log counts toward the next compaction by bytes.
+    this.appliedBytes = index === plan.compactTo ? plan.keptBytes : 0;
+  }
+
+  /** The membership as of `index` (at or after the stored snapshot, at most {@link confIndex}). */
+  private confAt(index: number): ConfState {
+    let conf = this.o.storage.snapshot().metadata.confState;
+    for (const c of this.confChanges) {
+      if (c.index > index) break;
+      conf = c.conf;
+    }
+    return conf;
   }
 }
 
