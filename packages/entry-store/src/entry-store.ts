@@ -32,7 +32,12 @@ import type { OpValue } from "./mutation-op.js";
 import type { StoreOp } from "./mutation-planner.js";
 import { COUNTERS_KEY, OrderedApplier, readLiveCounter } from "./ordered-applier.js";
 import { decodeMeta, encodeCounters } from "./records.js";
-import { openShardState, parseShardState, replaceShardWrites } from "./shard-state.js";
+import {
+  openShardState,
+  parseShardState,
+  readAllBytes,
+  replaceShardWrites,
+} from "./shard-state.js";
 import { StoreError } from "./store-error.js";
 import { checkPositive, StoreReader } from "./store-reads.js";
 import type {
@@ -189,11 +194,12 @@ export interface EntryStore {
   /** Every record of the shard as bytes (a Raft snapshot); call between applies. */
   exportState(): Promise<Uint8Array>;
   /**
-   * {@link exportState} in two steps: resolves once every mutation in flight is written,
-   * with the applied index and a reader of the shard as of that moment. Mutations after it
-   * (the next applies) may run while the reader reads; they are not in what it returns.
+   * {@link exportState} in two steps, a page at a time: resolves once every mutation in
+   * flight is written, with the applied index and a reader of the shard as of that moment
+   * (its pages concatenated are {@link exportState}'s bytes; read it once). Mutations after
+   * it (the next applies) may run while the reader reads; they are not in what it yields.
    */
-  openStateExport(): Promise<{ appliedIndex: number; read(): Promise<Uint8Array> }>;
+  openStateExport(): Promise<{ appliedIndex: number; read(): AsyncIterable<Uint8Array> }>;
   /**
    * Replaces every record of the shard with `state` (from {@link exportState}; empty bytes
    * are the empty shard) in one atomic write, then forgets all planned state. With
@@ -540,10 +546,10 @@ class EntryStoreImpl implements EntryStore {
   }
 
   async exportState(): Promise<Uint8Array> {
-    return (await this.openStateExport()).read();
+    return readAllBytes((await this.openStateExport()).read());
   }
 
-  async openStateExport(): Promise<{ appliedIndex: number; read(): Promise<Uint8Array> }> {
+  async openStateExport(): Promise<{ appliedIndex: number; read(): AsyncIterable<Uint8Array> }> {
     this.checkOpen();
     await this.applier.drain();
     return { appliedIndex: this.applied, read: openShardState(this.kv) };

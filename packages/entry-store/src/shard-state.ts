@@ -18,13 +18,14 @@ export interface ShardRecord {
 }
 
 /**
- * A reader of every record of `kv`. The three keyspaces' iterators are opened now, together,
- * each a point-in-time view: call it while no write of the shard is in flight, and writes
- * after it are not in what the reader returns, however long the reading takes. Layout:
- * `ODGMSHARD` version(u8), then per record keyspace(u8) keyLen(u32 LE) key valueLen(u32 LE)
- * value, then the record count (u32 LE).
+ * A reader of every record of `kv`, a page of records at a time (so a large shard need not
+ * be held whole). The three keyspaces' iterators are opened now, together, each a
+ * point-in-time view: call it while no write of the shard is in flight, and writes after it
+ * are not in what the reader yields, however long the reading takes. The pages concatenated
+ * are the layout: `ODGMSHARD` version(u8), then per record keyspace(u8) keyLen(u32 LE) key
+ * valueLen(u32 LE) value, then the record count (u32 LE). Read it once.
  */
-export function openShardState(kv: KvShard): () => Promise<Uint8Array> {
+export function openShardState(kv: KvShard): () => AsyncGenerator<Uint8Array> {
   const iterators: ReturnType<KvShard["iterator"]>[] = [];
   try {
     for (const ks of KEYSPACES) iterators.push(kv.iterator(ks));
@@ -32,23 +33,30 @@ export function openShardState(kv: KvShard): () => Promise<Uint8Array> {
     for (const it of iterators) void it.close();
     throw err;
   }
-  return async () => {
-    const chunks: Uint8Array[] = [MAGIC, Uint8Array.of(FORMAT_VERSION)];
+  return async function* read() {
+    yield concatBytes([MAGIC, Uint8Array.of(FORMAT_VERSION)]);
     let count = 0;
     try {
       for (const [i, it] of iterators.entries()) {
         for (;;) {
           const rows = await it.next(PAGE);
           if (rows.length === 0) break;
+          let size = 0;
+          for (const [key, value] of rows) size += 9 + key.length + value.length;
+          const page = new Uint8Array(size);
+          const view = new DataView(page.buffer);
+          let at = 0;
           for (const [key, value] of rows) {
-            const head = new Uint8Array(5);
-            head[0] = i;
-            new DataView(head.buffer).setUint32(1, key.length, true);
-            const len = new Uint8Array(4);
-            new DataView(len.buffer).setUint32(0, value.length, true);
-            chunks.push(head, key, len, value);
-            count++;
+            page[at] = i;
+            view.setUint32(at + 1, key.length, true);
+            page.set(key, at + 5);
+            at += 5 + key.length;
+            view.setUint32(at, value.length, true);
+            page.set(value, at + 4);
+            at += 4 + value.length;
           }
+          count += rows.length;
+          yield page;
         }
       }
     } finally {
@@ -56,9 +64,15 @@ export function openShardState(kv: KvShard): () => Promise<Uint8Array> {
     }
     const tail = new Uint8Array(4);
     new DataView(tail.buffer).setUint32(0, count, true);
-    chunks.push(tail);
-    return concatBytes(chunks);
+    yield tail;
   };
+}
+
+/** Every page of a shard reader, as one buffer. */
+export async function readAllBytes(pages: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const p of pages) parts.push(p);
+  return concatBytes(parts);
 }
 
 /** Parses {@link openShardState}'s bytes, or throws `invalid_argument` naming the problem. */

@@ -978,7 +978,9 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
         await store.deleteObject("o");
         const other = await createEntryStore({ engine, shard: "cls/1" });
         try {
-          await other.importState(await view.read());
+          const pages: Uint8Array[] = [];
+          for await (const page of view.read()) pages.push(page);
+          await other.importState(Buffer.concat(pages));
           expect(txt((await other.getEntry("o", "a")).entry?.value)).toBe("1");
           expect(await other.getMetadata("later")).toBeUndefined();
           expect(other.appliedIndex()).toBe(3);

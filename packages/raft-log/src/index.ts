@@ -50,7 +50,9 @@ export type {
   Entry,
   EntryType,
   HardState,
+  OutgoingSnapshot,
   Snapshot,
+  SnapshotBytes,
   SnapshotMetadata,
 } from "./types.js";
 export { EMPTY_HARD_STATE } from "./types.js";

@@ -51,6 +51,23 @@ export interface Snapshot {
   readonly data: Uint8Array;
 }
 
+/**
+ * Snapshot bytes a leader reads one chunk at a time (a `Uint8Array` is one; a file read on
+ * demand is another, so a large snapshot need not be held in memory while it is sent).
+ * `subarray` may throw (a read error): the transfer is then given up, as on a failed
+ * {@link Raft.reportSnapshot}, and started again from the source.
+ */
+export interface SnapshotBytes {
+  readonly byteLength: number;
+  subarray(start: number, end: number): Uint8Array;
+}
+
+/** A snapshot as a leader sends it: its bytes read a chunk at a time. */
+export interface OutgoingSnapshot {
+  readonly metadata: SnapshotMetadata;
+  readonly data: SnapshotBytes;
+}
+
 /** One membership change operation. */
 export interface ConfChangeSingle {
   readonly type: "add_voter" | "add_learner" | "remove";

@@ -2,7 +2,8 @@
 // the Raft groups of the raft-collection partitions placed here, their log storage, the
 // clock that ticks them, the transport between nodes, proposals (local or forwarded to
 // the leader), read barriers and membership changes.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import {
@@ -122,13 +123,24 @@ const dec = new TextDecoder();
 /** A Raft log database shared by the groups of this node, or per-group memory stores. */
 interface LogStorage {
   open(group: string): Promise<LogStore>;
+  /** Where the groups write the snapshots they build for followers (emptied at start). */
+  readonly snapshotDir: string;
   close(): Promise<void>;
 }
 
 async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): Promise<LogStorage> {
   if (storage === "memory") {
-    return { open: async () => createMemoryLogStore(), close: async () => undefined };
+    const snapshotDir = mkdtempSync(join(tmpdir(), "odgm-snapshots-"));
+    return {
+      open: async () => createMemoryLogStore(),
+      snapshotDir,
+      close: async () => rmSync(snapshotDir, { recursive: true, force: true }),
+    };
   }
+  // Snapshots being sent when the node stopped are of no use after it.
+  const snapshotDir = join(dataDir, "raft-snapshots");
+  rmSync(snapshotDir, { recursive: true, force: true });
+  mkdirSync(snapshotDir, { recursive: true });
   const { openRocksLogDatabase, createGroupCommitter, createRocksLogStore } = await import(
     "@oprc/raft-log/rocksdb"
   );
@@ -139,6 +151,7 @@ async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): P
   const committer = createGroupCommitter(database);
   return {
     open: (groupId) => createRocksLogStore({ database, groupId, committer }),
+    snapshotDir,
     close: async () => {
       await committer.close();
       await database.close();
@@ -466,6 +479,7 @@ export class ClusterNode {
       compactAfter: this.o.config.compactEntries,
       compactAfterBytes: this.o.config.compactBytes,
       catchUpEntries: this.o.config.catchUpEntries,
+      snapshotDir: this.logs.snapshotDir,
       onSoftState: (_role, leader) => this.o.hooks?.onLeaderChange?.(id, leader),
       onError: (err, what) => this.o.logger.error({ err, group: id, what }, "raft group error"),
     });

@@ -148,7 +148,9 @@ export async function openMetaStateMachine(
           members: [...o.addresses],
         }),
       );
-      return async () => bytes;
+      return async function* () {
+        yield bytes;
+      };
     },
     async restore(data: Uint8Array, index: number) {
       if (data.byteLength > 0) {

@@ -1,5 +1,9 @@
 // RaftGroup driving in-process replicas over an in-memory network: proposals, linearizable
 // reads, not-leader answers, applies overlapping the log, compaction and catch-up by snapshot.
+
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createMemoryLogStore, type Entry, type LogStore, type Message } from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
 import { RaftGroup, type StateMachine } from "./raft-group.js";
@@ -30,11 +34,13 @@ class ListMachine implements StateMachine<number> {
     }
     return out;
   }
-  async snapshot(): Promise<() => Promise<Uint8Array>> {
+  async snapshot(): Promise<() => AsyncIterable<Uint8Array>> {
     const bytes = enc.encode(JSON.stringify({ items: this.items, applied: this.applied }));
-    return async () => {
-      await this.readGate;
-      return bytes;
+    const gate = () => this.readGate;
+    return async function* () {
+      await gate();
+      // In pages, as a shard is read.
+      for (let at = 0; at < bytes.byteLength; at += 16) yield bytes.subarray(at, at + 16);
     };
   }
   async restore(data: Uint8Array): Promise<void> {
@@ -54,9 +60,10 @@ interface Cluster {
   /** Opens a replica on a new, empty node (it waits for the leader to add it). */
   join(id: number): Promise<void>;
   cut: Set<number>;
-  /** Nodes whose incoming appends are held back (in `held`); heartbeats still reach them. */
-  holdAppends: Set<number>;
-  held: Message[];
+  /** Holds back messages of one type to a node (others, heartbeats say, still reach it). */
+  hold(to: number, type: Message["type"]): void;
+  /** Stops holding, and delivers what was held in order. */
+  release(): void;
   tick(n: number): Promise<void>;
   leader(): RaftGroup<number> | undefined;
 }
@@ -71,17 +78,18 @@ async function cluster(
   compactAfter = 10_000,
   compactAfterBytes?: number,
   catchUpEntries = 0,
+  snapshotDir?: string,
 ): Promise<Cluster> {
   const groups = new Map<number, RaftGroup<number>>();
   const machines = new Map<number, ListMachine>();
   const storages = new Map<number, LogStore>();
   const cut = new Set<number>();
-  const holdAppends = new Set<number>();
+  const holds = new Set<string>();
   const held: Message[] = [];
   const send = (_group: string, msgs: readonly Message[]): void => {
     for (const m of msgs) {
       if (cut.has(m.from) || cut.has(m.to)) continue;
-      if (holdAppends.has(m.to) && m.type === "app") {
+      if (holds.has(`${m.to}:${m.type}`)) {
         held.push(m);
         continue;
       }
@@ -103,6 +111,7 @@ async function cluster(
       compactAfter,
       ...(compactAfterBytes === undefined ? {} : { compactAfterBytes }),
       catchUpEntries,
+      ...(snapshotDir === undefined ? {} : { snapshotDir }),
     });
     groups.set(id, g);
     open.push(g);
@@ -114,8 +123,11 @@ async function cluster(
     storages,
     join: (id) => openNode(id),
     cut,
-    holdAppends,
-    held,
+    hold: (to, type) => holds.add(`${to}:${type}`),
+    release() {
+      holds.clear();
+      for (const m of held.splice(0)) groups.get(m.to)?.step(m);
+    },
     async tick(n) {
       for (let i = 0; i < n; i++) {
         for (const [id, g] of groups) if (!cut.has(id)) g.tick();
@@ -210,7 +222,7 @@ describe("RaftGroup", () => {
     await c.tick(2);
     const synced = leader.status().applied;
     // The follower still answers heartbeats, but its log falls behind.
-    c.holdAppends.add(slow);
+    c.hold(slow, "app");
     let last = 0;
     for (let i = 10; i < 19; i++) last = (await leader.propose(enc.encode(`v${i}`))).index;
     await c.tick(2);
@@ -218,8 +230,7 @@ describe("RaftGroup", () => {
     // Compacted (20 entries reached), but only up to what the slow follower has.
     expect(leader.status().lastSnapshotIndex).toBe(synced);
     expect(leader.status().lastSnapshotIndex).toBeLessThan(last);
-    c.holdAppends.delete(slow);
-    for (const m of c.held.splice(0)) c.groups.get(m.to)?.step(m);
+    c.release();
     for (let i = 0; i < 100 && c.machines.get(slow)?.items.length !== 19; i++) await c.tick(1);
     expect(c.machines.get(slow)?.items).toEqual(Array.from({ length: 19 }, (_, i) => `v${i}`));
     expect(c.groups.get(slow)?.status().snapshotsInstalled).toBe(0);
@@ -265,6 +276,40 @@ describe("RaftGroup", () => {
     for (let i = 8; i < 16; i++) await leader.propose(enc.encode(`v${i}`));
     for (let i = 0; i < 100 && leader.status().lastSnapshotIndex <= 8; i++) await c.tick(1);
     expect(c.storages.get(id)?.snapshot().metadata.confState).toMatchObject({ learners: [4] });
+  });
+
+  it("writes a built snapshot to a file, and removes it once no follower is being sent it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-group-test-"));
+    try {
+      const c = await cluster([1, 2, 3], 5, undefined, 0, dir);
+      const leader = c.leader() as RaftGroup<number>;
+      const lagging = [...c.groups.keys()].find((k) => !c.groups.get(k)?.isLeader) as number;
+      c.cut.add(lagging);
+      for (let i = 0; i < 20; i++) await leader.propose(enc.encode(`v${i}`));
+      // The follower answers heartbeats, but the snapshot's chunks do not reach it.
+      c.hold(lagging, "snap");
+      c.cut.delete(lagging);
+      for (let i = 0; i < 50 && leader.status().snapshotsBuilt === 0; i++) await c.tick(1);
+      expect(leader.status().snapshotsBuilt).toBe(1);
+      expect(readdirSync(dir)).toHaveLength(1);
+      // The follower goes silent mid-transfer, long past the time a built snapshot is kept:
+      // the file stays while the leader is still sending it.
+      for (let i = 0; i < 50 && !leader.status().sendingSnapshot.has(lagging); i++) await c.tick(1);
+      c.cut.add(lagging);
+      await c.tick(320);
+      expect(leader.status().sendingSnapshot.get(lagging)).toBeGreaterThan(1);
+      expect(readdirSync(dir)).toHaveLength(1);
+      c.cut.delete(lagging);
+      c.release();
+      for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 20; i++) await c.tick(1);
+      expect(c.machines.get(lagging)?.items).toHaveLength(20);
+      await c.tick(2);
+      // Sent, and nobody asked for it for longer than a built snapshot is kept: removed.
+      expect(leader.status().sendingSnapshot.size).toBe(0);
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("applies go on while a snapshot is read, and the log keeps the entries after it", async () => {

@@ -5,6 +5,7 @@
 // only when a follower needs entries the log no longer holds, and dropped after the transfer.
 
 import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
 import { DataPlaneError } from "@oprc/grpc-api";
 import {
   applyConfChange,
@@ -17,6 +18,7 @@ import {
   jsonConfChangeCodec,
   type LogStore,
   type Message,
+  type OutgoingSnapshot,
   type Raft,
   type RaftStatus,
   type ReadOnlyOption,
@@ -24,6 +26,7 @@ import {
   type Snapshot,
 } from "@oprc/raft-log";
 import { planRetention } from "./log-retention.js";
+import { SnapshotFile } from "./snapshot-file.js";
 
 /** What a group replicates. Entries are applied in log order, exactly once per index. */
 export interface StateMachine<R> {
@@ -33,9 +36,10 @@ export interface StateMachine<R> {
   apply(entries: readonly Entry[]): Promise<readonly R[]>;
   /**
    * Fixes the state as of {@link appliedIndex} (called between applies) and returns the
-   * reader of it as bytes. Reading may overlap later applies, and returns the fixed state.
+   * reader of it, a page of bytes at a time. Reading may overlap later applies, and yields
+   * the fixed state (called once).
    */
-  snapshot(): Promise<() => Promise<Uint8Array>>;
+  snapshot(): Promise<() => AsyncIterable<Uint8Array>>;
   /** Replaces the state with a snapshot's bytes. */
   restore(data: Uint8Array, index: number): Promise<void>;
   /**
@@ -80,6 +84,11 @@ export interface RaftGroupOptions<R> {
   readonly catchUpEntries?: number;
   /** Default 64 KiB. */
   readonly snapshotChunkSize?: number;
+  /**
+   * Where a snapshot built for followers is written while it is sent (a file per snapshot,
+   * removed once no follower is being sent it). Default: the system's temporary directory.
+   */
+  readonly snapshotDir?: string;
   readonly readOnlyOption?: ReadOnlyOption;
   /** Told when this node's role or the group's known leader changes. */
   readonly onSoftState?: (role: RaftStatus["role"], leader: number) => void;
@@ -123,7 +132,7 @@ const REPLICATION: ReadonlySet<Message["type"]> = new Set(["app", "heartbeat", "
 /** Committed batches queued for the state machine at most before a Ready waits for them. */
 const MAX_APPLY_BACKLOG = 8;
 
-/** Ticks a built snapshot is kept after a follower last asked for one (about 30 s). */
+/** Ticks a built snapshot is kept after a follower last asked for it or was sent a chunk (about 30 s). */
 const BUILT_SNAPSHOT_TICKS = 300;
 
 const EMPTY = new Uint8Array(0);
@@ -163,7 +172,9 @@ export class RaftGroup<R> {
    */
   private confChanges: { index: number; conf: ConfState }[] = [];
   /** A snapshot built for followers behind the compacted log, while one may still ask. */
-  private built: Snapshot | undefined;
+  private built: { metadata: Snapshot["metadata"]; data: SnapshotFile } | undefined;
+  /** Snapshot files built here and not removed yet (the core may still be sending them). */
+  private files: { index: number; file: SnapshotFile }[] = [];
   private building = false;
   /** The point of the snapshot being read, once its state is fixed. */
   private buildingAt: Snapshot["metadata"] | undefined;
@@ -245,6 +256,7 @@ export class RaftGroup<R> {
     if (this.built !== undefined && ++this.ticksSinceAsked > BUILT_SNAPSHOT_TICKS) {
       this.built = undefined;
     }
+    if (this.files.length > (this.built === undefined ? 0 : 1)) this.removeUnsentFiles();
     this.raft.tick();
     this.kick();
   }
@@ -301,7 +313,7 @@ export class RaftGroup<R> {
    * undefined while one is being built. A stored snapshot with data (installed here and not
    * yet dropped, or written by an older version) serves as it is.
    */
-  private sendableSnapshot(): Snapshot | undefined {
+  private sendableSnapshot(): OutgoingSnapshot | undefined {
     this.ticksSinceAsked = 0;
     const floor = this.o.storage.firstIndex() - 1;
     if (this.built !== undefined && this.built.metadata.index >= floor) return this.built;
@@ -337,7 +349,7 @@ export class RaftGroup<R> {
         return;
       }
       let metadata: Snapshot["metadata"];
-      let read: () => Promise<Uint8Array>;
+      let read: () => AsyncIterable<Uint8Array>;
       try {
         metadata = { index, term: this.o.storage.term(index), confState: this.confAt(index) };
         read = await this.o.stateMachine.snapshot();
@@ -346,11 +358,16 @@ export class RaftGroup<R> {
         failed(err);
         return;
       }
-      read().then((data) => {
+      const dir = this.o.snapshotDir ?? tmpdir();
+      SnapshotFile.write(dir, `${this.id}-${index}`, read()).then((file) => {
         this.building = false;
         this.buildingAt = undefined;
-        if (this.closed) return;
-        this.built = { metadata, data };
+        if (this.closed) {
+          file.remove();
+          return;
+        }
+        this.built = { metadata, data: file };
+        this.files.push({ index, file });
         this.snapshotsBuilt++;
         this.ticksSinceAsked = 0;
       }, failed);
@@ -454,7 +471,19 @@ export class RaftGroup<R> {
     this.proposals.clear();
     for (const r of this.reads.values()) r.reject(err);
     this.reads.clear();
+    this.built = undefined;
+    for (const f of this.files.splice(0)) f.file.remove();
     await this.o.storage.close();
+  }
+
+  /** Removes the snapshot files other than the one kept that the core is not sending. */
+  private removeUnsentFiles(): void {
+    const sending = new Set(this.raft.status().sendingSnapshot.values());
+    this.files = this.files.filter((f) => {
+      if (f.file === this.built?.data || sending.has(f.index)) return true;
+      f.file.remove();
+      return false;
+    });
   }
 
   /** Fails pending reads (e.g. a client deadline): the caller's promise is rejected. */
@@ -534,7 +563,12 @@ export class RaftGroup<R> {
     const early = termOrVote ? [] : rd.messages.filter((m) => REPLICATION.has(m.type));
     const late =
       early.length === 0 ? rd.messages : rd.messages.filter((m) => !REPLICATION.has(m.type));
-    for (const m of rd.messages) if (m.type === "snap") this.snapshotsSent++;
+    for (const m of rd.messages) {
+      if (m.type !== "snap") continue;
+      this.snapshotsSent++;
+      // A snapshot still being sent is kept for other followers as if asked for again.
+      this.ticksSinceAsked = 0;
+    }
     if (early.length > 0) this.o.send(this.id, early);
     if (rd.mustSync) {
       await this.o.storage.save({

@@ -1,5 +1,12 @@
 import type { PersistBatch } from "../storage-port.js";
-import type { ConfChange, ConfState, Entry, HardState, Snapshot } from "../types.js";
+import type {
+  ConfChange,
+  ConfState,
+  Entry,
+  HardState,
+  OutgoingSnapshot,
+  Snapshot,
+} from "../types.js";
 import { coalesceMessages } from "./coalesce.js";
 import { applyConfChange, type ConfChangeCodec, jsonConfChangeCodec } from "./conf-change.js";
 import { createMessage, type Message, type MessageType } from "./message.js";
@@ -60,7 +67,7 @@ export interface RaftOptions {
    * compact the log behind their own durable state and build a snapshot only when one is
    * needed, instead of keeping one in the log store. Default: the log store's snapshot.
    */
-  readonly snapshotSource?: () => Snapshot | undefined;
+  readonly snapshotSource?: () => OutgoingSnapshot | undefined;
   /** How ReadIndex is confirmed. Default "safe". */
   readonly readOnlyOption?: ReadOnlyOption;
   /**
@@ -141,6 +148,8 @@ export interface RaftStatus {
    * (the horizon {@link Raft.leaseValid} uses): the ones a leadership transfer can reach.
    */
   readonly responsive: ReadonlySet<number>;
+  /** Leader only: the peers a snapshot is being sent to, with that snapshot's index. */
+  readonly sendingSnapshot: ReadonlyMap<number, number>;
 }
 
 type CampaignType = "pre_election" | "election" | "transfer";
@@ -207,7 +216,7 @@ export class Raft {
   private readonly checkQuorum: boolean;
   private readonly maxSizePerMsg: number;
   private readonly chunkSize: number;
-  private readonly snapshotSource: (() => Snapshot | undefined) | undefined;
+  private readonly snapshotSource: (() => OutgoingSnapshot | undefined) | undefined;
   private readonly readOnlyOption: ReadOnlyOption;
   private readonly forwardProposals: boolean;
   private readonly codec: ConfChangeCodec;
@@ -356,11 +365,13 @@ export class Raft {
   status(): RaftStatus {
     const match = new Map<number, number>();
     const responsive = new Set<number>();
+    const sendingSnapshot = new Map<number, number>();
     if (this.role === "leader") {
       const horizon = this.ticks - this.electionTimeout + 1;
       for (const [id, pr] of this.trk.progress) {
         match.set(id, pr.match);
         if (id !== this.id && pr.lastHeardTick >= horizon) responsive.add(id);
+        if (pr.snapshot !== undefined) sendingSnapshot.set(id, pr.snapshot.metadata.index);
       }
     }
     return {
@@ -379,6 +390,7 @@ export class Raft {
       confState: this.trk.confState(),
       match,
       responsive,
+      sendingSnapshot,
     };
   }
 
@@ -779,11 +791,21 @@ export class Raft {
     while (!pr.snapDone && pr.snapNext - pr.snapOffset < SNAPSHOT_CHUNK_WINDOW * this.chunkSize) {
       const off = Math.min(pr.snapNext, total);
       const end = Math.min(total, off + this.chunkSize);
+      let data: Uint8Array;
+      try {
+        data = snap.data.subarray(off, end);
+      } catch {
+        // The source could not read it: give the transfer up, as a failed report does; the
+        // next probe that finds the log compacted asks the source again.
+        pr.becomeProbe();
+        pr.probeSent = true;
+        return;
+      }
       this.send(
         createMessage({
           type: "snap",
           to,
-          snapshot: { metadata: snap.metadata, data: snap.data.subarray(off, end) },
+          snapshot: { metadata: snap.metadata, data },
           chunkOffset: off,
           chunkTotal: total,
         }),

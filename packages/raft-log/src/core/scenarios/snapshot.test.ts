@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Snapshot } from "../../types.js";
+import type { OutgoingSnapshot, Snapshot } from "../../types.js";
 import type { Message } from "../message.js";
 import { ents, logTerms, msg, newHarness, take } from "../testing/harness.js";
 import { Network } from "../testing/network.js";
@@ -26,6 +26,22 @@ function snapMsg(s: Snapshot, term: number): Message {
     chunkOffset: 0,
     chunkTotal: s.data.byteLength,
   });
+}
+
+/**
+ * Node 1 leads while node 3 is isolated and 5 entries commit; nodes 1 and 2 then compact
+ * their logs without data (as an application with a snapshot source does). Returns the
+ * compacted index.
+ */
+function cutOffBehindCompaction(nt: Network): number {
+  nt.campaign(1);
+  nt.isolate(3);
+  for (let i = 0; i < 5; i++) nt.propose(1, `a${i}`);
+  for (const id of [1, 2]) {
+    const n = nt.node(id);
+    n.storage.compact(n.raft.status().applied, new Uint8Array(0), n.raft.status().confState);
+  }
+  return nt.node(1).storage.firstIndex() - 1;
 }
 
 /** Compacts every node's storage up to its applied index. */
@@ -166,14 +182,7 @@ describe("log compaction and snapshots (§7)", () => {
         },
       },
     });
-    nt.campaign(1);
-    nt.isolate(3);
-    for (let i = 0; i < 5; i++) nt.propose(1, `a${i}`);
-    for (const id of [1, 2]) {
-      const n = nt.node(id);
-      n.storage.compact(n.raft.status().applied, new Uint8Array(0), n.raft.status().confState);
-    }
-    const floor = nt.node(1).storage.firstIndex() - 1;
+    const floor = cutOffBehindCompaction(nt);
     nt.recover();
     nt.tickAll(3);
     expect(asked).toBeGreaterThan(0);
@@ -193,5 +202,53 @@ describe("log compaction and snapshots (§7)", () => {
     expect(installed[0]?.snapshot?.data).toEqual(new TextEncoder().encode("built"));
     expect(nt.raft(3).status().lastIndex).toBe(nt.raft(1).status().lastIndex);
     expect(nt.raft(3).status().commit).toBe(nt.raft(1).status().commit);
+  });
+
+  it("a source's bytes read a chunk at a time: a read that fails gives the transfer up, and the next one is asked for again", () => {
+    const built = new TextEncoder().encode("a state read from a file, chunk by chunk");
+    let failNext = false;
+    const reads: [number, number][] = [];
+    const sources: OutgoingSnapshot[] = [];
+    let floor = 0;
+    const nt = new Network([1, 2, 3], {
+      raft: {
+        snapshotChunkSize: 8,
+        snapshotSource: () => {
+          const out: OutgoingSnapshot = {
+            metadata: snap(floor, nt.raft(1).term).metadata,
+            data: {
+              byteLength: built.byteLength,
+              subarray(start: number, end: number): Uint8Array {
+                if (failNext) {
+                  failNext = false;
+                  throw new Error("EIO");
+                }
+                reads.push([start, end]);
+                return built.slice(start, end);
+              },
+            },
+          };
+          sources.push(out);
+          return out;
+        },
+      },
+    });
+    floor = cutOffBehindCompaction(nt);
+    failNext = true;
+    nt.recover();
+    nt.tickAll(1);
+    // The first read failed: nothing was sent from that source, and the leader is no longer
+    // sending that follower a snapshot.
+    expect(sources).toHaveLength(1);
+    expect(nt.log.filter((m) => m.type === "snap")).toHaveLength(0);
+    expect(nt.raft(1).status().sendingSnapshot.has(3)).toBe(false);
+    nt.tickAll(6);
+    expect(sources.length).toBeGreaterThan(1);
+    const installed = nt.node(3).readies.filter((r) => r.snapshot !== undefined);
+    expect(installed.map((r) => r.snapshot?.data)).toEqual([built]);
+    // Read in chunks of at most 8 bytes, never the whole.
+    expect(reads.every(([a, b]) => b - a <= 8)).toBe(true);
+    expect(nt.raft(3).status().lastIndex).toBe(nt.raft(1).status().lastIndex);
+    expect(nt.raft(1).status().sendingSnapshot.size).toBe(0);
   });
 });
