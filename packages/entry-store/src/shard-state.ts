@@ -75,7 +75,10 @@ export async function readAllBytes(pages: AsyncIterable<Uint8Array>): Promise<Ui
   return concatBytes(parts);
 }
 
-/** Parses {@link openShardState}'s bytes, or throws `invalid_argument` naming the problem. */
+/**
+ * Parses {@link openShardState}'s bytes, or throws `invalid_argument` naming the problem.
+ * The records' keys and values are views of `bytes`.
+ */
 export function parseShardState(bytes: Uint8Array): ShardRecord[] {
   const bad = (what: string): StoreError =>
     new StoreError("invalid_argument", `shard state is malformed: ${what}`);
@@ -97,12 +100,14 @@ export function parseShardState(bytes: Uint8Array): ShardRecord[] {
     const keyLen = view.getUint32(at + 1, true);
     at += 5;
     if (at + keyLen + 4 > end) throw bad(`truncated key at byte ${at}`);
-    const key = bytes.slice(at, at + keyLen);
+    // Views, not copies: the records are written at once (every engine copies what it
+    // writes), and a copy would hold the shard in memory a second time.
+    const key = bytes.subarray(at, at + keyLen);
     at += keyLen;
     const valueLen = view.getUint32(at, true);
     at += 4;
     if (at + valueLen > end) throw bad(`truncated value at byte ${at}`);
-    out.push({ keyspace, key, value: bytes.slice(at, at + valueLen) });
+    out.push({ keyspace, key, value: bytes.subarray(at, at + valueLen) });
     at += valueLen;
   }
   if (at !== end) throw bad("trailing bytes");

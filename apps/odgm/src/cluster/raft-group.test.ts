@@ -59,6 +59,11 @@ interface Cluster {
   storages: Map<number, LogStore>;
   /** Opens a replica on a new, empty node (it waits for the leader to add it). */
   join(id: number): Promise<void>;
+  /**
+   * Restarts a node as after a crash: a new group on its log store and state machine as
+   * they are (the old group is abandoned, not closed).
+   */
+  restart(id: number): Promise<void>;
   cut: Set<number>;
   /** Holds back messages of one type to a node (others, heartbeats say, still reach it). */
   hold(to: number, type: Message["type"]): void;
@@ -96,10 +101,13 @@ async function cluster(
       queueMicrotask(() => groups.get(m.to)?.step(m));
     }
   };
-  const openNode = async (id: number, bootstrapVoters?: number[]): Promise<void> => {
-    const sm = new ListMachine();
+  const openNode = async (
+    id: number,
+    bootstrapVoters?: number[],
+    sm = new ListMachine(),
+    storage: LogStore = createMemoryLogStore(),
+  ): Promise<void> => {
     machines.set(id, sm);
-    const storage = createMemoryLogStore();
     storages.set(id, storage);
     const g = await RaftGroup.open({
       id: "g",
@@ -122,6 +130,11 @@ async function cluster(
     machines,
     storages,
     join: (id) => openNode(id),
+    async restart(id) {
+      const old = groups.get(id);
+      open.splice(open.indexOf(old as RaftGroup<number>), 1);
+      await openNode(id, undefined, machines.get(id), storages.get(id));
+    },
     cut,
     hold: (to, type) => holds.add(`${to}:${type}`),
     release() {
@@ -195,6 +208,14 @@ describe("RaftGroup", () => {
     expect(c.storages.get(leaderId)?.snapshot().data.byteLength).toBe(0);
     expect(c.machines.get(leaderId)?.persisted).toBeGreaterThanOrEqual(compacted);
     expect(leader.status().snapshotsBuilt).toBe(0);
+    // The follower installs it in its state machine first: its log never holds the data.
+    const storage = c.storages.get(lagging) as LogStore;
+    const save = storage.save.bind(storage);
+    let savedData = 0;
+    storage.save = (batch) => {
+      savedData += batch.snapshot?.data.byteLength ?? 0;
+      return save(batch);
+    };
     c.cut.delete(lagging);
     for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 20; i++) await c.tick(1);
     expect(c.machines.get(lagging)?.items).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
@@ -204,6 +225,7 @@ describe("RaftGroup", () => {
     const installed = c.storages.get(lagging)?.snapshot();
     expect(installed?.metadata.index).toBeGreaterThanOrEqual(compacted);
     expect(installed?.data.byteLength).toBe(0);
+    expect(savedData).toBe(0);
     expect(c.machines.get(lagging)?.persisted).toBeGreaterThanOrEqual(
       installed?.metadata.index ?? Number.POSITIVE_INFINITY,
     );
@@ -211,6 +233,28 @@ describe("RaftGroup", () => {
     await leader.propose(enc.encode("after"));
     for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 21; i++) await c.tick(1);
     expect(c.machines.get(lagging)?.items.at(-1)).toBe("after");
+  });
+
+  it("a follower that stops after installing a snapshot, before its log records it, skips what it has and catches up", async () => {
+    const { c, leader, lagging } = await withCutOff(20);
+    const storage = c.storages.get(lagging) as LogStore;
+    const save = storage.save.bind(storage);
+    // The log's write of the snapshot's point never completes: the node "crashes" there.
+    storage.save = (batch) => (batch.snapshot === undefined ? save(batch) : new Promise(() => {}));
+    c.cut.delete(lagging);
+    const sm = c.machines.get(lagging) as ListMachine;
+    for (let i = 0; i < 100 && sm.items.length !== 20; i++) await c.tick(1);
+    expect(sm.items).toHaveLength(20);
+    const stored = storage.snapshot().metadata.index;
+    expect(sm.applied).toBeGreaterThan(stored);
+    storage.save = save;
+    await c.restart(lagging);
+    // The state machine is ahead of the log; the leader, compacted past that log, sends the
+    // snapshot again, and later entries are applied once each.
+    await leader.propose(enc.encode("after"));
+    for (let i = 0; i < 200 && sm.items.at(-1) !== "after"; i++) await c.tick(1);
+    expect(sm.items).toEqual([...Array.from({ length: 20 }, (_, i) => `v${i}`), "after"]);
+    expect(storage.snapshot().metadata.index).toBeGreaterThan(stored);
   });
 
   it("keeps the entries a follower that answers still lacks: it catches up from the log, not from a snapshot", async () => {

@@ -570,11 +570,25 @@ export class RaftGroup<R> {
       this.ticksSinceAsked = 0;
     }
     if (early.length > 0) this.o.send(this.id, early);
+    if (rd.snapshot !== undefined) {
+      // Installed and made durable in the state machine before the log records it, so the
+      // log never holds a copy of the data. A crash in between leaves the state machine
+      // ahead of the log: it skips the entries it has, and the leader sends the snapshot again.
+      await this.applyQueue;
+      const { metadata } = rd.snapshot;
+      await this.o.stateMachine.restore(rd.snapshot.data, metadata.index);
+      await this.o.stateMachine.persist();
+      this.confIndex = metadata.index;
+      this.confChanges = [];
+      this.built = undefined;
+    }
     if (rd.mustSync) {
       await this.o.storage.save({
         entries: rd.entries,
         ...(hs !== undefined ? { hardState: hs } : {}),
-        ...(rd.snapshot !== undefined ? { snapshot: rd.snapshot } : {}),
+        ...(rd.snapshot !== undefined
+          ? { snapshot: { metadata: rd.snapshot.metadata, data: EMPTY } }
+          : {}),
       });
       if (hs !== undefined) this.durable = { term: hs.term, vote: hs.vote };
       this.unsavedHardState = undefined;
@@ -582,15 +596,6 @@ export class RaftGroup<R> {
       this.unsavedHardState = rd.hardState;
     }
     if (rd.snapshot !== undefined) {
-      await this.applyQueue;
-      const { metadata } = rd.snapshot;
-      await this.o.stateMachine.restore(rd.snapshot.data, metadata.index);
-      this.confIndex = metadata.index;
-      this.confChanges = [];
-      this.built = undefined;
-      // Once the state machine holds the state durably, the log keeps the point, not the data.
-      await this.o.stateMachine.persist();
-      await this.o.storage.compact(metadata.index, { metadata, data: EMPTY });
       this.snapshotsInstalled++;
       this.appliedBytes = 0;
       // Proposals at or below the snapshot were decided elsewhere: their outcome is unknown here.
