@@ -29,7 +29,7 @@ afterAll(async () => {
   await cluster?.close();
 });
 
-const valueOf = (i: number): Uint8Array => enc.encode(`value-${i}-`.padEnd(1024, "x"));
+const expectedValue = (i: number): Uint8Array => enc.encode(`value-${i}-`.padEnd(1024, "x"));
 
 describe("kill -9 of a follower installing a snapshot", () => {
   it(`converges with the leader's data, ${KILL_AFTER_MS.length} times`, {
@@ -53,7 +53,7 @@ describe("kill -9 of a follower installing a snapshot", () => {
               clsId: "snap",
               objectIdStr: `o-${i}`,
               keyStr: "v",
-              value: { data: valueOf(i) },
+              value: { data: expectedValue(i) },
             });
           }
         }),
@@ -95,7 +95,7 @@ describe("kill -9 of a follower installing a snapshot", () => {
               { headers: { "odgm-read-consistency": "follower" } },
             );
             const got = r.value?.data;
-            if (got === undefined || dec.decode(got) !== dec.decode(valueOf(i)))
+            if (got === undefined || dec.decode(got) !== dec.decode(expectedValue(i)))
               wrong.push(`o-${i}`);
           }
         }),
