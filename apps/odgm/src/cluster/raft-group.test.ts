@@ -21,6 +21,8 @@ class ListMachine implements StateMachine<number> {
   gate: Promise<void> | undefined;
   /** While set, reading a snapshot waits for it (a large state). */
   readGate: Promise<void> | undefined;
+  /** While set, reading a snapshot fails. */
+  readFails = false;
   appliedIndex(): number {
     return this.applied;
   }
@@ -37,8 +39,10 @@ class ListMachine implements StateMachine<number> {
   async snapshot(): Promise<() => AsyncIterable<Uint8Array>> {
     const bytes = enc.encode(JSON.stringify({ items: this.items, applied: this.applied }));
     const gate = () => this.readGate;
+    const fails = () => this.readFails;
     return async function* () {
       await gate();
+      if (fails()) throw new Error("no space left on device");
       // In pages, as a shard is read.
       for (let at = 0; at < bytes.byteLength; at += 16) yield bytes.subarray(at, at + 16);
     };
@@ -69,6 +73,8 @@ interface Cluster {
   hold(to: number, type: Message["type"]): void;
   /** Stops holding, and delivers what was held in order. */
   release(): void;
+  /** What each onError call was about, in order. */
+  errors: string[];
   tick(n: number): Promise<void>;
   leader(): RaftGroup<number> | undefined;
 }
@@ -90,6 +96,7 @@ async function cluster(
   const storages = new Map<number, LogStore>();
   const cut = new Set<number>();
   const holds = new Set<string>();
+  const errors: string[] = [];
   const held: Message[] = [];
   const send = (_group: string, msgs: readonly Message[]): void => {
     for (const m of msgs) {
@@ -119,6 +126,7 @@ async function cluster(
       compactAfter,
       ...(compactAfterBytes === undefined ? {} : { compactAfterBytes }),
       catchUpEntries,
+      onError: (_err, what) => errors.push(what),
       ...(snapshotDir === undefined ? {} : { snapshotDir }),
     });
     groups.set(id, g);
@@ -136,6 +144,7 @@ async function cluster(
       await openNode(id, undefined, machines.get(id), storages.get(id));
     },
     cut,
+    errors,
     hold: (to, type) => holds.add(`${to}:${type}`),
     release() {
       holds.clear();
@@ -354,6 +363,22 @@ describe("RaftGroup", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("after a failed snapshot build, waits before the next (not one per follower answer)", async () => {
+    const { c, leader, leaderId, lagging } = await withCutOff(20);
+    const sm = c.machines.get(leaderId) as ListMachine;
+    sm.readFails = true;
+    c.cut.delete(lagging);
+    await c.tick(40);
+    const failures = c.errors.filter((w) => w === "building a snapshot").length;
+    // 40 ticks of heartbeat answers: tried at the first, then after 10 and 20 more ticks.
+    expect(failures).toBeGreaterThanOrEqual(2);
+    expect(failures).toBeLessThanOrEqual(4);
+    sm.readFails = false;
+    for (let i = 0; i < 200 && c.machines.get(lagging)?.items.length !== 20; i++) await c.tick(1);
+    expect(c.machines.get(lagging)?.items).toHaveLength(20);
+    expect(leader.status().snapshotsBuilt).toBe(1);
   });
 
   it("applies go on while a snapshot is read, and the log keeps the entries after it", async () => {

@@ -179,6 +179,9 @@ export class RaftGroup<R> {
   /** The point of the snapshot being read, once its state is fixed. */
   private buildingAt: Snapshot["metadata"] | undefined;
   private snapshotsBuilt = 0;
+  /** Ticks before a snapshot is built again after one failed (doubling, up to 30 s). */
+  private buildBackoff = 0;
+  private lastBackoff = 0;
   /** Ticks since a follower last needed a snapshot. */
   private ticksSinceAsked = 0;
 
@@ -257,6 +260,7 @@ export class RaftGroup<R> {
       this.built = undefined;
     }
     if (this.files.length > (this.built === undefined ? 0 : 1)) this.removeUnsentFiles();
+    if (this.buildBackoff > 0) this.buildBackoff--;
     this.raft.tick();
     this.kick();
   }
@@ -328,12 +332,15 @@ export class RaftGroup<R> {
    * applies, and read while the next ones go on (a large shard takes long to read).
    */
   private buildSnapshot(): void {
-    if (this.building || this.closed) return;
+    if (this.building || this.closed || this.buildBackoff > 0) return;
     this.building = true;
     const failed = (err: unknown): void => {
       this.building = false;
       this.buildingAt = undefined;
-      // Asked again at the follower's next answer.
+      // Tried again at a follower's ask once the backoff has passed, not at every ask (each
+      // heartbeat answer) while the cause (a full disk, say) lasts.
+      this.lastBackoff = Math.min(BUILT_SNAPSHOT_TICKS, Math.max(10, this.lastBackoff * 2));
+      this.buildBackoff = this.lastBackoff;
       this.o.onError?.(err, "building a snapshot");
     };
     this.applyQueue = this.applyQueue.then(async () => {
@@ -368,6 +375,7 @@ export class RaftGroup<R> {
         }
         this.built = { metadata, data: file };
         this.files.push({ index, file });
+        this.lastBackoff = 0;
         this.snapshotsBuilt++;
         this.ticksSinceAsked = 0;
       }, failed);
