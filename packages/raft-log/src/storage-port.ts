@@ -26,8 +26,7 @@ export interface LogStore {
   save(ready: PersistBatch): Promise<void>;
   /**
    * Drops entries up to and including `index` (which must be applied and ≤ lastIndex) and
-   * records `snapshot`, unless the stored one is newer; at the stored one's own index it
-   * replaces it (the same point without its data, once the application holds it durably).
+   * records `snapshot`, unless the stored one is as new or newer.
    */
   compact(index: number, snapshot: Snapshot): Promise<void>;
   close(): Promise<void>;

@@ -139,8 +139,8 @@ async function cluster(
     storages,
     join: (id) => openNode(id),
     async restart(id) {
-      const old = groups.get(id);
-      open.splice(open.indexOf(old as RaftGroup<number>), 1);
+      const at = open.indexOf(groups.get(id) as RaftGroup<number>);
+      if (at >= 0) open.splice(at, 1);
       await openNode(id, undefined, machines.get(id), storages.get(id));
     },
     cut,

@@ -680,6 +680,11 @@ export class RaftGroup<R> {
     const byCount = applied - first + 1 >= compactAfter;
     const byBytes = this.appliedBytes >= compactAfterBytes;
     if (!(byCount || byBytes) || applied > storage.lastIndex()) return;
+    // Not past a snapshot being read or kept for followers: they need the entries after it,
+    // and a large shard that takes longer to read than the log to fill up again would
+    // otherwise never be sent. (Checked first: until it is dropped, every apply asks again.)
+    const pinned = (this.built?.metadata ?? this.buildingAt)?.index ?? applied;
+    if (pinned < first) return;
     const liveMatches: number[] = [];
     if (this.isLeader) {
       const st = this.raft.status();
@@ -699,16 +704,9 @@ export class RaftGroup<R> {
       maxKeptBytes: Math.floor(compactAfterBytes / 2),
       bytesAt: (index) => (tail[index - tailFrom] as Entry).data.byteLength,
     });
-    // Not past a snapshot being read or kept for followers: they need the entries after it,
-    // and a large shard that takes longer to read than the log to fill up again would
-    // otherwise never be sent.
-    const pinned = this.built?.metadata ?? this.buildingAt;
-    const index = pinned !== undefined ? Math.min(plan.compactTo, pinned.index) : plan.compactTo;
+    const index = Math.min(plan.compactTo, pinned);
     if (index < first) return;
-    const metadata =
-      pinned !== undefined && pinned.index === index
-        ? pinned
-        : { index, term: storage.term(index), confState: this.confAt(index) };
+    const metadata = { index, term: storage.term(index), confState: this.confAt(index) };
     // The log keeps the point it is compacted to, not a copy of the state: the state machine
     // makes what it applied durable first, and a follower that needs a snapshot gets one
     // built then (sendableSnapshot).

@@ -159,9 +159,7 @@ export class LogState {
         `snapshot index ${si} must lie in [compact index ${index}, last ${this.lastIndex()}]`,
       );
     }
-    // At the stored snapshot's own index it replaces that one (say, the same point without
-    // its data once the application holds the state durably).
-    if (si >= this.snapshot.metadata.index) {
+    if (si > this.snapshot.metadata.index) {
       this.snapshot = snapshot;
       delta.snapshot = snapshot;
     }
