@@ -217,7 +217,9 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
   ): Promise<T> => {
     const shard = shardOf(ref);
     try {
-      if (shard.replica !== undefined) await shard.replica.readBarrier(consistencyOf(call));
+      if (shard.replica !== undefined) {
+        return await shard.replica.read(consistencyOf(call), () => run(shard));
+      }
       return await run(shard);
     } catch (err) {
       throw toPlaneError(err);

@@ -1,6 +1,7 @@
 // kill -9 of a follower while it catches up from a snapshot, again and again: killed before
-// the install, half-way through it, or after the shard has it but before its log records it,
-// the restarted follower converges, and every object it serves has the value written last.
+// the install, half-way through it (the restart installs it again from the file it was
+// received into), or after the shard has it but before its log records it, the restarted
+// follower converges, and every object it serves has the value written last.
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService, DataService } from "@oprc/grpc-api";
@@ -102,10 +103,17 @@ describe("kill -9 of a follower installing a snapshot", () => {
       );
       expect(wrong).toEqual([]);
     }
+    const resumed = cluster.ids
+      .map(
+        (id) =>
+          cluster.output(id).split("installing again a snapshot whose install was cut short")
+            .length - 1,
+      )
+      .reduce((a, b) => a + b, 0);
     const after = (installed: boolean) =>
       KILL_AFTER_MS.filter((_, i) => installedAfterKill[i] === installed).join(", ");
     console.log(
-      `snapshot install kills: ${KILL_AFTER_MS.length} trials, ${written} objects; killed ${after(true) || "–"} ms after its start, the follower installed a snapshot after its restart; killed ${after(false) || "–"} ms after, the killed process had installed it already`,
+      `snapshot install kills: ${KILL_AFTER_MS.length} trials, ${written} objects; killed ${after(true) || "–"} ms after its start, the follower installed a snapshot after its restart; killed ${after(false) || "–"} ms after, the killed process had installed it already; ${resumed} restart(s) finished an install cut short`,
     );
     // The point of the test: at least one kill came before the install was done.
     expect(installedAfterKill.some((x) => x)).toBe(true);

@@ -33,10 +33,11 @@ import type { StoreOp } from "./mutation-planner.js";
 import { COUNTERS_KEY, OrderedApplier, readLiveCounter } from "./ordered-applier.js";
 import { decodeMeta, encodeCounters } from "./records.js";
 import {
+  EMPTY_SHARD_STATE,
   openShardState,
-  parseShardState,
   readAllBytes,
-  replaceShardWrites,
+  replaceShard,
+  type ShardStateBytes,
 } from "./shard-state.js";
 import { StoreError } from "./store-error.js";
 import { checkPositive, StoreReader } from "./store-reads.js";
@@ -202,12 +203,18 @@ export interface EntryStore {
   openStateExport(): Promise<{ appliedIndex: number; read(): AsyncIterable<Uint8Array> }>;
   /**
    * Replaces every record of the shard with `state` (from {@link exportState}; empty bytes
-   * are the empty shard) in one atomic write, then forgets all planned state. With
-   * `appliedIndex` the applied index becomes that value instead of the state's own.
-   * Malformed bytes are `invalid_argument` and change nothing.
+   * are the empty shard), then forgets all planned state. With `appliedIndex` the applied
+   * index becomes that value instead of the state's own. Malformed bytes are
+   * `invalid_argument` and change nothing.
+   *
+   * `state` is read about 1 MiB at a time (it may be a file read on demand) and written in
+   * several writes, so a shard larger than memory can be installed. That is not atomic: if
+   * it fails or the process dies part-way, the shard holds a mix of old and new records
+   * (its old applied index is gone with the first write) until the same state is imported
+   * again, which the caller must do before the shard is used.
    */
   importState(
-    state: Uint8Array,
+    state: ShardStateBytes,
     options?: { sync?: boolean; appliedIndex?: number },
   ): Promise<void>;
   /** Live-object counter and fallback-read count. */
@@ -556,16 +563,16 @@ class EntryStoreImpl implements EntryStore {
   }
 
   async importState(
-    state: Uint8Array,
+    state: ShardStateBytes,
     options: { sync?: boolean; appliedIndex?: number } = {},
   ): Promise<void> {
     this.checkOpen();
-    const records = state.byteLength === 0 ? [] : parseShardState(state);
+    const source = state.byteLength === 0 ? EMPTY_SHARD_STATE : state;
     await this.applier.drain();
     try {
-      const writes = await replaceShardWrites(this.kv, records);
-      if (options.appliedIndex !== undefined) writes.push(appliedIndexWrite(options.appliedIndex));
-      await this.kv.write(writes, { sync: options.sync ?? this.sync });
+      const last =
+        options.appliedIndex === undefined ? [] : [appliedIndexWrite(options.appliedIndex)];
+      await replaceShard(this.kv, source, last, { sync: options.sync ?? this.sync });
     } catch (err) {
       throw storeError(err);
     }

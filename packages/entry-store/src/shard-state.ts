@@ -1,8 +1,8 @@
 // A whole shard as bytes: every record of its three keyspaces (objects, blobs, system —
 // counters and the applied log index included). A Raft shard's snapshot is this; a replica
-// that fell behind a compacted log installs it in one atomic write.
+// that fell behind a compacted log installs it a window at a time (replaceShard).
 import { concatBytes } from "./bytes.js";
-import type { Keyspace, KvShard, KvWriteOp } from "./kv.js";
+import type { Keyspace, KvShard, KvWriteOp, KvWriteOptions } from "./kv.js";
 import { StoreError } from "./store-error.js";
 
 const MAGIC = new TextEncoder().encode("ODGMSHARD");
@@ -76,64 +76,147 @@ export async function readAllBytes(pages: AsyncIterable<Uint8Array>): Promise<Ui
 }
 
 /**
- * Parses {@link openShardState}'s bytes, or throws `invalid_argument` naming the problem.
- * The records' keys and values are views of `bytes`.
+ * A shard's bytes read a range at a time: a `Uint8Array`, or a file read on demand (a Raft
+ * snapshot received into one), so that a shard larger than memory can be installed.
  */
-export function parseShardState(bytes: Uint8Array): ShardRecord[] {
-  const bad = (what: string): StoreError =>
-    new StoreError("invalid_argument", `shard state is malformed: ${what}`);
-  if (!(bytes instanceof Uint8Array)) throw bad("not bytes");
-  // Plain Uint8Arrays out, whatever view (a Buffer, say) came in.
-  if (Buffer.isBuffer(bytes))
-    bytes = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (bytes.length < MAGIC.length + 5 || !MAGIC.every((b, i) => bytes[i] === b))
-    throw bad("no header");
-  if (bytes[MAGIC.length] !== FORMAT_VERSION) throw bad(`unknown format ${bytes[MAGIC.length]}`);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const end = bytes.length - 4;
-  const out: ShardRecord[] = [];
-  let at = MAGIC.length + 1;
-  while (at < end) {
-    if (at + 5 > end) throw bad(`truncated record at byte ${at}`);
-    const keyspace = KEYSPACES[bytes[at] as number];
-    if (keyspace === undefined) throw bad(`unknown keyspace ${bytes[at]} at byte ${at}`);
-    const keyLen = view.getUint32(at + 1, true);
-    at += 5;
-    if (at + keyLen + 4 > end) throw bad(`truncated key at byte ${at}`);
-    // Views, not copies: the records are written at once (every engine copies what it
-    // writes), and a copy would hold the shard in memory a second time.
-    const key = bytes.subarray(at, at + keyLen);
-    at += keyLen;
-    const valueLen = view.getUint32(at, true);
-    at += 4;
-    if (at + valueLen > end) throw bad(`truncated value at byte ${at}`);
-    out.push({ keyspace, key, value: bytes.subarray(at, at + valueLen) });
-    at += valueLen;
-  }
-  if (at !== end) throw bad("trailing bytes");
-  if (view.getUint32(end, true) !== out.length) throw bad("record count does not match");
-  return out;
+export interface ShardStateBytes {
+  readonly byteLength: number;
+  /** Bytes [start, end); may throw (a read error). */
+  subarray(start: number, end: number): Uint8Array;
 }
 
-/** The writes that replace every record of `kv` by `records` (one atomic write). */
-export async function replaceShardWrites(
+/** The state of an empty shard. */
+export const EMPTY_SHARD_STATE: Uint8Array = concatBytes([
+  MAGIC,
+  Uint8Array.of(FORMAT_VERSION),
+  new Uint8Array(4),
+]);
+
+/** Bytes of {@link ShardStateBytes} read per step when a shard is parsed. */
+const WINDOW = 1 << 20;
+
+/**
+ * Parses {@link openShardState}'s bytes a window of about 1 MiB at a time, handing `each`
+ * the records of each window in order (their keys and values are views of that window), or
+ * throws `invalid_argument` naming the problem. The trailing record count is checked only
+ * at the end: parse once with an `each` that keeps nothing to check the whole before
+ * writing anything.
+ */
+export async function forEachShardRecords(
+  state: ShardStateBytes,
+  each: (records: ShardRecord[]) => void | Promise<void>,
+): Promise<void> {
+  const bad = (what: string): StoreError =>
+    new StoreError("invalid_argument", `shard state is malformed: ${what}`);
+  if (
+    typeof state !== "object" ||
+    state === null ||
+    typeof state.byteLength !== "number" ||
+    typeof state.subarray !== "function"
+  ) {
+    throw bad("not bytes");
+  }
+  const total = state.byteLength;
+  const read = (from: number, to: number): { bytes: Uint8Array; view: DataView } => {
+    let bytes = state.subarray(from, to);
+    // Plain Uint8Arrays out, whatever view (a Buffer, say) came in.
+    if (Buffer.isBuffer(bytes))
+      bytes = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return { bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
+  };
+  if (total < MAGIC.length + 5) throw bad("no header");
+  const head = read(0, MAGIC.length + 1).bytes;
+  if (!MAGIC.every((b, i) => head[i] === b)) throw bad("no header");
+  if (head[MAGIC.length] !== FORMAT_VERSION) throw bad(`unknown format ${head[MAGIC.length]}`);
+  const end = total - 4;
+  let at = MAGIC.length + 1;
+  let count = 0;
+  while (at < end) {
+    let window = parseWindow(read(at, Math.min(end, at + WINDOW)), at, bad);
+    if (window.records.length === 0) {
+      // One record larger than the window: read exactly it.
+      if (at + 5 > end) throw bad(`truncated record at byte ${at}`);
+      const keyLen = read(at + 1, at + 5).view.getUint32(0, true);
+      if (at + 9 + keyLen > end) throw bad(`truncated key at byte ${at + 5}`);
+      const valueLen = read(at + 5 + keyLen, at + 9 + keyLen).view.getUint32(0, true);
+      if (at + 9 + keyLen + valueLen > end) throw bad(`truncated value at byte ${at + 9 + keyLen}`);
+      window = parseWindow(read(at, at + 9 + keyLen + valueLen), at, bad);
+    }
+    at += window.consumed;
+    count += window.records.length;
+    await each(window.records);
+  }
+  if (read(end, total).view.getUint32(0, true) !== count) throw bad("record count does not match");
+}
+
+/**
+ * The whole records at the start of `bytes` (up to one that does not fit) and the bytes
+ * they take. `base` is where `bytes` starts in the state (for error messages).
+ */
+function parseWindow(
+  { bytes, view }: { bytes: Uint8Array; view: DataView },
+  base: number,
+  bad: (what: string) => StoreError,
+): { records: ShardRecord[]; consumed: number } {
+  const records: ShardRecord[] = [];
+  let at = 0;
+  while (at + 5 <= bytes.length) {
+    const keyspace = KEYSPACES[bytes[at] as number];
+    if (keyspace === undefined) throw bad(`unknown keyspace ${bytes[at]} at byte ${base + at}`);
+    const keyLen = view.getUint32(at + 1, true);
+    if (at + 9 + keyLen > bytes.length) break;
+    const next = at + 9 + keyLen + view.getUint32(at + 5 + keyLen, true);
+    if (next > bytes.length) break;
+    // Views, not copies: every engine copies what it writes.
+    records.push({
+      keyspace,
+      key: bytes.subarray(at + 5, at + 5 + keyLen),
+      value: bytes.subarray(at + 9 + keyLen, next),
+    });
+    at = next;
+  }
+  return { records, consumed: at };
+}
+
+/**
+ * Replaces every record of `kv` by those of `state`, then writes `last` (with `options`).
+ * The whole state is parsed first, so malformed bytes change nothing. Then it is written in
+ * several writes (a page of deletes or a window of records each), so a shard larger than
+ * memory can be installed; `last` goes in the final one. Not atomic: a failure or crash in
+ * between leaves a mix of old and new records (the old applied index gone with the first
+ * write), which importing the same state again repairs.
+ */
+export async function replaceShard(
   kv: KvShard,
-  records: readonly ShardRecord[],
-): Promise<KvWriteOp[]> {
-  const writes: KvWriteOp[] = [];
-  for (const keyspace of KEYSPACES) {
+  state: ShardStateBytes,
+  last: KvWriteOp[],
+  options: KvWriteOptions,
+): Promise<void> {
+  await forEachShardRecords(state, () => undefined);
+  const unsynced = { ...options, sync: false };
+  // The system keyspace (the applied index among it) goes first.
+  for (const keyspace of [...KEYSPACES].reverse()) {
     const it = kv.iterator(keyspace, { keysOnly: true });
     try {
       for (;;) {
         const rows = await it.next(PAGE);
         if (rows.length === 0) break;
-        for (const [key] of rows) writes.push({ type: "del", keyspace, key });
+        await kv.write(
+          rows.map(([key]) => ({ type: "del", keyspace, key })),
+          unsynced,
+        );
       }
     } finally {
       await it.close();
     }
   }
-  for (const r of records)
-    writes.push({ type: "put", keyspace: r.keyspace, key: r.key, value: r.value });
-  return writes;
+  await forEachShardRecords(state, (records) =>
+    records.length === 0
+      ? undefined
+      : kv.write(
+          records.map((r) => ({ type: "put", keyspace: r.keyspace, key: r.key, value: r.value })),
+          unsynced,
+        ),
+  );
+  await kv.write(last, options);
 }

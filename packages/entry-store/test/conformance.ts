@@ -18,6 +18,8 @@ import {
   type EntryStoreOptions,
   isStoreError,
   type KvEngine,
+  type KvWriteOp,
+  type KvWriteOptions,
   type MutationResult,
   type StoredEntry,
   type StoreError,
@@ -990,7 +992,7 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
         }
       });
 
-      it("exports a shard's state and installs it elsewhere in one write; malformed state changes nothing", async () => {
+      it("exports a shard's state and installs it elsewhere; malformed state changes nothing", async () => {
         await store.setObject("o", {
           entries: [
             ["a", val("1")],
@@ -1023,6 +1025,56 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
           expect(await other.getMetadata("o")).toBeUndefined();
           expect(other.appliedIndex()).toBe(1);
           expect(other.stats().liveObjects).toBe(0n);
+        } finally {
+          await other.close();
+        }
+      });
+      it("installs a state larger than a window in several writes; an install cut short is repaired by importing it again", async () => {
+        const big = (i: number) =>
+          create(ValDataSchema, { data: new Uint8Array(400 * 1024).fill(i), type: ValType.BYTE });
+        for (let i = 0; i < 8; i++) await store.setEntry(`o${i}`, "v", big(i));
+        await store.applyCommitted([{ index: 9, op: undefined }]);
+        const state = await store.exportState();
+        let writes = 0;
+        let failAt = 0;
+        /** `target` with `replace`d methods, the rest bound to it. */
+        const wrap = <T extends object>(target: T, replace: Partial<T>): T =>
+          new Proxy(target, {
+            get(t, prop) {
+              const v = Reflect.get(prop in replace ? replace : t, prop);
+              return typeof v === "function" ? v.bind(prop in replace ? replace : t) : v;
+            },
+          });
+        const cutting = wrap(engine, {
+          async openShard(name: string) {
+            const shard = await engine.openShard(name);
+            return wrap(shard, {
+              write(ops: readonly KvWriteOp[], o?: KvWriteOptions) {
+                if (++writes === failAt) return Promise.reject(new Error("EIO (test)"));
+                return shard.write(ops, o);
+              },
+            });
+          },
+        });
+        const other = await createEntryStore({ engine: cutting, shard: "cls/1" });
+        try {
+          await other.setEntry("stale", "k", val("old"));
+          writes = 0;
+          failAt = 3;
+          await expect(other.importState(state)).rejects.toThrow();
+          writes = 0;
+          failAt = 0;
+          await other.importState(state);
+          // Deletes, then a window of about 1 MiB of records per write, then the last.
+          expect(writes).toBeGreaterThanOrEqual(5);
+          expect(await other.getMetadata("stale")).toBeUndefined();
+          for (let i = 0; i < 8; i++) {
+            const got = (await other.getEntry(`o${i}`, "v")).entry?.value.data;
+            expect(got !== undefined && Buffer.compare(got, big(i).data) === 0).toBe(true);
+          }
+          expect(other.stats().liveObjects).toBe(8n);
+          expect(other.appliedIndex()).toBe(9);
+          expect((await other.setEntry("o0", "w", val("1"))).versionAfter).toBe(2n);
         } finally {
           await other.close();
         }

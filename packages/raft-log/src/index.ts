@@ -50,9 +50,11 @@ export type {
   Entry,
   EntryType,
   HardState,
-  OutgoingSnapshot,
   Snapshot,
   SnapshotBytes,
+  SnapshotChunk,
   SnapshotMetadata,
+  SnapshotReceiver,
+  SnapshotSink,
 } from "./types.js";
-export { EMPTY_HARD_STATE } from "./types.js";
+export { EMPTY_HARD_STATE, snapshotBytes } from "./types.js";

@@ -45,27 +45,63 @@ export interface SnapshotMetadata {
   readonly confState: ConfState;
 }
 
-/** A state-machine snapshot with the log position and membership it reflects. */
+/**
+ * A state-machine snapshot with the log position and membership it reflects. Its data is
+ * read a chunk at a time, so it need not be in memory: a leader sends it from a file it
+ * builds ({@link RaftOptions.snapshotSource}), a follower receives it into one
+ * ({@link RaftOptions.snapshotReceiver}).
+ */
 export interface Snapshot {
   readonly metadata: SnapshotMetadata;
-  readonly data: Uint8Array;
+  readonly data: SnapshotBytes;
 }
 
 /**
- * Snapshot bytes a leader reads one chunk at a time (a `Uint8Array` is one; a file read on
- * demand is another, so a large snapshot need not be held in memory while it is sent).
- * `subarray` may throw (a read error): the transfer is then given up, as on a failed
- * {@link Raft.reportSnapshot}, and started again from the source.
+ * Snapshot bytes read one range at a time (a `Uint8Array` is one; a file read on demand is
+ * another). `subarray` may throw (a read error): a leader then gives the transfer up, as on
+ * a failed {@link Raft.reportSnapshot}, and starts again from the source.
  */
 export interface SnapshotBytes {
   readonly byteLength: number;
   subarray(start: number, end: number): Uint8Array;
 }
 
-/** A snapshot as a leader sends it: its bytes read a chunk at a time. */
-export interface OutgoingSnapshot {
+/** One chunk of a snapshot transfer, as a `snap` message carries it. */
+export interface SnapshotChunk {
   readonly metadata: SnapshotMetadata;
-  readonly data: SnapshotBytes;
+  /** This chunk's bytes. */
+  readonly data: Uint8Array;
+}
+
+/**
+ * Where a follower keeps the chunks of a snapshot while it receives them (a file, so that a
+ * snapshot larger than memory can be received). Set with {@link RaftOptions.snapshotReceiver};
+ * the default keeps them in memory.
+ */
+export interface SnapshotReceiver {
+  /** A transfer of `total` bytes of the snapshot `metadata` starts. */
+  begin(metadata: SnapshotMetadata, total: number): SnapshotSink;
+}
+
+/**
+ * The bytes of one snapshot transfer. A method that throws (a failed disk write) gives the
+ * transfer up: the follower answers that it rejects the chunk, and the sink is discarded.
+ */
+export interface SnapshotSink {
+  /** Appends the next bytes of the snapshot, in order. */
+  append(bytes: Uint8Array): void;
+  /** Every byte was appended: the snapshot's data, handed to the application in a Ready. */
+  finish(): SnapshotBytes;
+  /**
+   * The transfer was given up (a newer one started, a new term, or a failure): nothing of
+   * it is needed any more. Not called once {@link finish} succeeded.
+   */
+  discard(): void;
+}
+
+/** Bytes `[0, byteLength)` of `data` in one array (`data` itself when it is one). */
+export function snapshotBytes(data: SnapshotBytes): Uint8Array {
+  return data instanceof Uint8Array ? data : data.subarray(0, data.byteLength);
 }
 
 /** One membership change operation. */

@@ -125,15 +125,19 @@ interface LogStorage {
   open(group: string): Promise<LogStore>;
   /** Where the groups write the snapshots they build for followers (emptied at start). */
   readonly snapshotDir: string;
+  /** Where the groups receive snapshots and keep those being installed (not emptied). */
+  readonly installDir: string;
   close(): Promise<void>;
 }
 
 async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): Promise<LogStorage> {
   if (storage === "memory") {
+    // Nothing of a memory node outlives it.
     const snapshotDir = mkdtempSync(join(tmpdir(), "odgm-snapshots-"));
     return {
       open: async () => createMemoryLogStore(),
       snapshotDir,
+      installDir: snapshotDir,
       close: async () => rmSync(snapshotDir, { recursive: true, force: true }),
     };
   }
@@ -141,6 +145,9 @@ async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): P
   const snapshotDir = join(dataDir, "raft-snapshots");
   rmSync(snapshotDir, { recursive: true, force: true });
   mkdirSync(snapshotDir, { recursive: true });
+  // A snapshot being installed when the node stopped is installed again from here at start.
+  const installDir = join(dataDir, "raft-installs");
+  mkdirSync(installDir, { recursive: true });
   const { openRocksLogDatabase, createGroupCommitter, createRocksLogStore } = await import(
     "@oprc/raft-log/rocksdb"
   );
@@ -152,6 +159,7 @@ async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): P
   return {
     open: (groupId) => createRocksLogStore({ database, groupId, committer }),
     snapshotDir,
+    installDir,
     close: async () => {
       await committer.close();
       await database.close();
@@ -415,7 +423,10 @@ export class ClusterNode {
         return group.isLeader;
       },
       mutate: (op) => this.mutate(id, { ...op, cls: spec.name, partition } as OdgmOp),
-      readBarrier: (consistency) => this.readBarrier(id, consistency),
+      read: async (consistency, run) => {
+        await this.readBarrier(id, consistency);
+        return group.reading(run);
+      },
     };
   }
 
@@ -480,8 +491,14 @@ export class ClusterNode {
       compactAfterBytes: this.o.config.compactBytes,
       catchUpEntries: this.o.config.catchUpEntries,
       snapshotDir: this.logs.snapshotDir,
+      installDir: this.logs.installDir,
       onSoftState: (_role, leader) => this.o.hooks?.onLeaderChange?.(id, leader),
       onError: (err, what) => this.o.logger.error({ err, group: id, what }, "raft group error"),
+      onInstallResumed: (index) =>
+        this.o.logger.info(
+          { group: id, index },
+          "installing again a snapshot whose install was cut short",
+        ),
     });
     this.startCommit.set(id, storage.initialState().hardState.commit);
     this.groups.set(id, group as RaftGroup<unknown>);

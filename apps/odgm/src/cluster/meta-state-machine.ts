@@ -5,7 +5,7 @@
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import type { KvShard } from "@oprc/entry-store";
 import { type CreateCollectionRequest, CreateCollectionRequestSchema } from "@oprc/grpc-api";
-import type { Entry } from "@oprc/raft-log";
+import { type Entry, type SnapshotBytes, snapshotBytes } from "@oprc/raft-log";
 import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { StateMachine } from "./raft-group.js";
@@ -152,9 +152,10 @@ export async function openMetaStateMachine(
         yield bytes;
       };
     },
-    async restore(data: Uint8Array, index: number) {
+    async restore(data: SnapshotBytes, index: number) {
       if (data.byteLength > 0) {
-        const snap = JSON.parse(dec.decode(data)) as {
+        // The registry is small: read whole.
+        const snap = JSON.parse(dec.decode(snapshotBytes(data))) as {
           collections: JsonValue[];
           members: [number, string][];
         };

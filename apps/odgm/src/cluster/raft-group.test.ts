@@ -4,7 +4,14 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createMemoryLogStore, type Entry, type LogStore, type Message } from "@oprc/raft-log";
+import {
+  createMemoryLogStore,
+  type Entry,
+  type LogStore,
+  type Message,
+  type SnapshotBytes,
+  snapshotBytes,
+} from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
 import { RaftGroup, type StateMachine } from "./raft-group.js";
 
@@ -23,6 +30,10 @@ class ListMachine implements StateMachine<number> {
   readGate: Promise<void> | undefined;
   /** While set, reading a snapshot fails. */
   readFails = false;
+  /** While set, every restore waits for it (a large snapshot being written). */
+  restoreGate: Promise<void> | undefined;
+  /** The index of every restore, and whether its bytes came in a file or in memory. */
+  restores: { index: number; from: string }[] = [];
   appliedIndex(): number {
     return this.applied;
   }
@@ -47,8 +58,10 @@ class ListMachine implements StateMachine<number> {
       for (let at = 0; at < bytes.byteLength; at += 16) yield bytes.subarray(at, at + 16);
     };
   }
-  async restore(data: Uint8Array): Promise<void> {
-    const s = JSON.parse(dec.decode(data)) as { items: string[]; applied: number };
+  async restore(data: SnapshotBytes, index: number): Promise<void> {
+    this.restores.push({ index, from: data instanceof Uint8Array ? "memory" : "file" });
+    await this.restoreGate;
+    const s = JSON.parse(dec.decode(snapshotBytes(data))) as { items: string[]; applied: number };
     this.items = s.items;
     this.applied = s.applied;
   }
@@ -69,6 +82,8 @@ interface Cluster {
    */
   restart(id: number): Promise<void>;
   cut: Set<number>;
+  /** Each node's install directory. */
+  installDirs: Map<number, string>;
   /** Holds back messages of one type to a node (others, heartbeats say, still reach it). */
   hold(to: number, type: Message["type"]): void;
   /** Stops holding, and delivers what was held in order. */
@@ -80,8 +95,10 @@ interface Cluster {
 }
 
 const open: RaftGroup<number>[] = [];
+const dirs: string[] = [];
 afterEach(async () => {
   for (const g of open.splice(0)) await g.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 async function cluster(
@@ -98,6 +115,8 @@ async function cluster(
   const holds = new Set<string>();
   const errors: string[] = [];
   const held: Message[] = [];
+  /** Each node's install directory, kept across its restarts. */
+  const installDirs = new Map<number, string>();
   const send = (_group: string, msgs: readonly Message[]): void => {
     for (const m of msgs) {
       if (cut.has(m.from) || cut.has(m.to)) continue;
@@ -116,6 +135,12 @@ async function cluster(
   ): Promise<void> => {
     machines.set(id, sm);
     storages.set(id, storage);
+    let installDir = installDirs.get(id);
+    if (installDir === undefined) {
+      installDir = mkdtempSync(join(tmpdir(), "raft-group-install-"));
+      dirs.push(installDir);
+      installDirs.set(id, installDir);
+    }
     const g = await RaftGroup.open({
       id: "g",
       nodeId: id,
@@ -128,6 +153,7 @@ async function cluster(
       catchUpEntries,
       onError: (_err, what) => errors.push(what),
       ...(snapshotDir === undefined ? {} : { snapshotDir }),
+      installDir,
     });
     groups.set(id, g);
     open.push(g);
@@ -144,6 +170,7 @@ async function cluster(
       await openNode(id, undefined, machines.get(id), storages.get(id));
     },
     cut,
+    installDirs,
     errors,
     hold: (to, type) => holds.add(`${to}:${type}`),
     release() {
@@ -226,9 +253,10 @@ describe("RaftGroup", () => {
       return save(batch);
     };
     c.cut.delete(lagging);
-    for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 20; i++) await c.tick(1);
+    const installs = () => c.groups.get(lagging)?.status().snapshotsInstalled;
+    for (let i = 0; i < 100 && installs() !== 1; i++) await c.tick(1);
     expect(c.machines.get(lagging)?.items).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
-    expect(c.groups.get(lagging)?.status().snapshotsInstalled).toBe(1);
+    expect(installs()).toBe(1);
     expect(leader.status().snapshotsBuilt).toBe(1);
     // Installed and restored: the replica's log keeps the point, not the data.
     const installed = c.storages.get(lagging)?.snapshot();
@@ -264,6 +292,80 @@ describe("RaftGroup", () => {
     for (let i = 0; i < 200 && sm.items.at(-1) !== "after"; i++) await c.tick(1);
     expect(sm.items).toEqual([...Array.from({ length: 20 }, (_, i) => `v${i}`), "after"]);
     expect(storage.snapshot().metadata.index).toBeGreaterThan(stored);
+  });
+
+  it("a follower receives a snapshot into a file in its install directory, installs it from there, and removes it", async () => {
+    const { c, lagging } = await withCutOff(20);
+    c.cut.delete(lagging);
+    const sm = c.machines.get(lagging) as ListMachine;
+    for (let i = 0; i < 100 && sm.items.length !== 20; i++) await c.tick(1);
+    expect(sm.items).toHaveLength(20);
+    expect(sm.restores.map((r) => r.from)).toEqual(["file"]);
+    expect(readdirSync(c.installDirs.get(lagging) as string)).toEqual([]);
+  });
+
+  it("a follower that stops while it installs a snapshot installs it again from its file at the next open", async () => {
+    const { c, leader, lagging } = await withCutOff(20);
+    const sm = c.machines.get(lagging) as ListMachine;
+    // The install never completes: the node "crashes" in the middle of it.
+    sm.restoreGate = new Promise(() => {});
+    c.cut.delete(lagging);
+    for (let i = 0; i < 100 && sm.restores.length === 0; i++) await c.tick(1);
+    const index = sm.restores[0]?.index as number;
+    const dir = c.installDirs.get(lagging) as string;
+    expect(readdirSync(dir)).toEqual([`g@${index}.install`]);
+    expect(sm.items).not.toHaveLength(20);
+    sm.restoreGate = undefined;
+    await c.restart(lagging);
+    // Installed again at open, from the file, before anything else.
+    expect(sm.restores).toEqual([
+      { index, from: "file" },
+      { index, from: "file" },
+    ]);
+    expect(sm.items).toHaveLength(20);
+    expect(readdirSync(dir)).toEqual([]);
+    await leader.propose(enc.encode("after"));
+    for (let i = 0; i < 200 && sm.items.at(-1) !== "after"; i++) await c.tick(1);
+    expect(sm.items).toEqual([...Array.from({ length: 20 }, (_, i) => `v${i}`), "after"]);
+  });
+
+  it("reads wait for a snapshot being installed, and an install waits for the reads in progress", async () => {
+    const { c, lagging } = await withCutOff(20);
+    const g = c.groups.get(lagging) as RaftGroup<number>;
+    const sm = c.machines.get(lagging) as ListMachine;
+    const dir = c.installDirs.get(lagging) as string;
+    let endRead = (): void => undefined;
+    const inProgress = g.reading(
+      () => new Promise<number>((resolve) => (endRead = () => resolve(sm.items.length))),
+    );
+    let release = (): void => undefined;
+    sm.restoreGate = new Promise((resolve) => (release = resolve));
+    const installing = () => readdirSync(dir).find((f) => f.endsWith(".install"));
+    try {
+      c.cut.delete(lagging);
+      for (let i = 0; i < 100 && installing() === undefined; i++) await c.tick(1);
+      // Received and kept for the install, which waits for the read.
+      expect(installing()).toMatch(/^g@\d+\.install$/);
+      await c.tick(5);
+      expect(sm.restores).toEqual([]);
+      endRead();
+      expect(await inProgress).toBe(0);
+      for (let i = 0; i < 100 && sm.restores.length === 0; i++) await c.tick(1);
+      expect(sm.restores).toHaveLength(1);
+      // A read asked during the install runs after it.
+      let ran = false;
+      const later = g.reading(async () => {
+        ran = true;
+        return sm.items.length;
+      });
+      await c.tick(5);
+      expect(ran).toBe(false);
+      release();
+      expect(await later).toBe(20);
+    } finally {
+      endRead();
+      release();
+    }
   });
 
   it("keeps the entries a follower that answers still lacks: it catches up from the log, not from a snapshot", async () => {
@@ -354,7 +456,8 @@ describe("RaftGroup", () => {
       expect(readdirSync(dir)).toHaveLength(1);
       c.cut.delete(lagging);
       c.release();
-      for (let i = 0; i < 100 && c.machines.get(lagging)?.items.length !== 20; i++) await c.tick(1);
+      const installed = () => c.groups.get(lagging)?.status().snapshotsInstalled;
+      for (let i = 0; i < 100 && installed() !== 1; i++) await c.tick(1);
       expect(c.machines.get(lagging)?.items).toHaveLength(20);
       await c.tick(2);
       // Sent, and nobody asked for it for longer than a built snapshot is kept: removed.
@@ -413,7 +516,8 @@ describe("RaftGroup", () => {
     await c.tick(2);
     expect(leader.status().lastSnapshotIndex).toBeGreaterThan(5);
     await c.join(4);
-    for (let i = 0; i < 200 && c.machines.get(4)?.items.length !== 10; i++) await c.tick(1);
+    const installed = () => c.groups.get(4)?.status().snapshotsInstalled;
+    for (let i = 0; i < 200 && installed() !== 1; i++) await c.tick(1);
     expect(c.machines.get(4)?.items).toEqual(Array.from({ length: 10 }, (_, i) => `v${i}`));
     expect(c.storages.get(4)?.snapshot().metadata.confState).toMatchObject({
       voters: [1, 2, 3],

@@ -5,7 +5,9 @@
 // only when a follower needs entries the log no longer holds, and dropped after the transfer.
 
 import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DataPlaneError } from "@oprc/grpc-api";
 import {
   applyConfChange,
@@ -18,15 +20,15 @@ import {
   jsonConfChangeCodec,
   type LogStore,
   type Message,
-  type OutgoingSnapshot,
   type Raft,
   type RaftStatus,
   type ReadOnlyOption,
   type Ready,
   type Snapshot,
+  type SnapshotBytes,
 } from "@oprc/raft-log";
 import { planRetention } from "./log-retention.js";
-import { SnapshotFile } from "./snapshot-file.js";
+import { SnapshotFile, syncDir } from "./snapshot-file.js";
 
 /** What a group replicates. Entries are applied in log order, exactly once per index. */
 export interface StateMachine<R> {
@@ -40,8 +42,12 @@ export interface StateMachine<R> {
    * the fixed state (called once).
    */
   snapshot(): Promise<() => AsyncIterable<Uint8Array>>;
-  /** Replaces the state with a snapshot's bytes. */
-  restore(data: Uint8Array, index: number): Promise<void>;
+  /**
+   * Replaces the state with a snapshot's bytes (read a range at a time: they may be a file).
+   * May write in several steps: if it fails or the process dies part-way, the group calls
+   * it again with the same bytes before anything else (at the next open).
+   */
+  restore(data: SnapshotBytes, index: number): Promise<void>;
   /**
    * Makes every applied entry durable (the log is compacted behind it next; applies may be
    * unsynced until then). Called between applies.
@@ -89,6 +95,14 @@ export interface RaftGroupOptions<R> {
    * removed once no follower is being sent it). Default: the system's temporary directory.
    */
   readonly snapshotDir?: string;
+  /**
+   * Where a snapshot received from the leader is written as its chunks arrive, and kept
+   * while it is installed: a state machine that restores in several writes and a process
+   * that dies part-way install it again from there at the next open. Not emptied at start;
+   * groups may share it. Default: a temporary directory of this group's own, removed when
+   * the group is closed (nothing is installed again after a restart).
+   */
+  readonly installDir?: string;
   readonly readOnlyOption?: ReadOnlyOption;
   /** Told when this node's role or the group's known leader changes. */
   readonly onSoftState?: (role: RaftStatus["role"], leader: number) => void;
@@ -96,6 +110,8 @@ export interface RaftGroupOptions<R> {
   readonly onError?: (err: unknown, what: string) => void;
   /** Told of every committed conf change's resulting membership. */
   readonly onConfState?: (conf: ConfState) => void;
+  /** Told when opening finishes installing a snapshot the process did not live to complete. */
+  readonly onInstallResumed?: (index: number) => void;
 }
 
 /** The outcome of a proposal once its entry is applied. */
@@ -184,10 +200,18 @@ export class RaftGroup<R> {
   private lastBackoff = 0;
   /** Ticks since a follower last needed a snapshot. */
   private ticksSinceAsked = 0;
+  /** Snapshots received from the leader, not installed (or superseded) yet. */
+  private readonly received: SnapshotFile[] = [];
+  /** Settles once the snapshot being installed is (reads wait for it). */
+  private installing: Promise<void> | undefined;
+  /** Reads of the state machine in progress ({@link reading}), and who waits for none. */
+  private readers = 0;
+  private readersDone: (() => void) | undefined;
 
   private constructor(
     private readonly o: RaftGroupOptions<R>,
     raft: Raft,
+    private readonly installDir: string,
   ) {
     this.id = o.id;
     this.raft = raft;
@@ -223,6 +247,8 @@ export class RaftGroup<R> {
       };
       await storage.save({ snapshot: boot, hardState: { term: 1, vote: 0, commit: 1 } });
     }
+    const installDir = o.installDir ?? mkdtempSync(join(tmpdir(), "raft-install-"));
+    await finishInstall(o, installDir);
     // A state machine behind the stored snapshot (a crash during install) restores it.
     const snap = storage.snapshot();
     if (snap.metadata.index > o.stateMachine.appliedIndex()) {
@@ -246,9 +272,24 @@ export class RaftGroup<R> {
       heartbeatTick: o.heartbeatTick ?? 1,
       snapshotChunkSize: o.snapshotChunkSize ?? 64 * 1024,
       snapshotSource: () => group?.sendableSnapshot(),
+      snapshotReceiver: {
+        begin: (metadata) => {
+          const name = `${encodeURIComponent(o.id)}+${metadata.index}-${randomBytes(4).toString("hex")}.part`;
+          const sink = SnapshotFile.receive(join(installDir, name));
+          return {
+            append: (bytes) => sink.append(bytes),
+            discard: () => sink.discard(),
+            finish: () => {
+              const file = sink.finish();
+              group?.received.push(file);
+              return file;
+            },
+          };
+        },
+      },
       ...(o.readOnlyOption === undefined ? {} : { readOnlyOption: o.readOnlyOption }),
     });
-    group = new RaftGroup(o, raft);
+    group = new RaftGroup(o, raft, installDir);
     group.kick();
     return group;
   }
@@ -317,7 +358,7 @@ export class RaftGroup<R> {
    * undefined while one is being built. A stored snapshot with data (installed here and not
    * yet dropped, or written by an older version) serves as it is.
    */
-  private sendableSnapshot(): OutgoingSnapshot | undefined {
+  private sendableSnapshot(): Snapshot | undefined {
     this.ticksSinceAsked = 0;
     const floor = this.o.storage.firstIndex() - 1;
     if (this.built !== undefined && this.built.metadata.index >= floor) return this.built;
@@ -468,6 +509,46 @@ export class RaftGroup<R> {
     return this.raft.role === "leader" && this.raft.leaseValid();
   }
 
+  /**
+   * Runs `run`, a read of the state machine, while no snapshot is being installed into it: a
+   * read asked during an install waits for it, and an install waits for the reads in progress
+   * (a state machine may install in several writes, which no read must see half done).
+   */
+  async reading<T>(run: () => Promise<T>): Promise<T> {
+    while (this.installing !== undefined) await this.installing.catch(() => undefined);
+    this.readers++;
+    try {
+      return await run();
+    } finally {
+      if (--this.readers === 0) this.readersDone?.();
+    }
+  }
+
+  /**
+   * Restores a snapshot into the state machine and makes it durable. One received into a
+   * file is first made durable under the name {@link finishInstall} looks for, so that an
+   * install cut short is done again at the next open; it is removed once installed.
+   */
+  private async install(data: SnapshotBytes, index: number): Promise<void> {
+    const file = data instanceof SnapshotFile ? data : undefined;
+    if (file !== undefined)
+      await file.persistAs(join(this.installDir, installName(this.id, index)));
+    if (this.readers > 0) {
+      await new Promise<void>((resolve) => {
+        this.readersDone = resolve;
+      });
+      this.readersDone = undefined;
+    }
+    await this.o.stateMachine.restore(data, index);
+    await this.o.stateMachine.persist();
+    // Superseded transfers, and this one: none is needed any more.
+    for (const f of this.received.splice(0)) f.remove();
+    if (file !== undefined) {
+      file.remove();
+      await syncDir(this.installDir);
+    }
+  }
+
   /** Stops driving the group; pending proposals and reads fail with `unavailable`. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -481,6 +562,12 @@ export class RaftGroup<R> {
     this.reads.clear();
     this.built = undefined;
     for (const f of this.files.splice(0)) f.file.remove();
+    for (const f of this.received.splice(0)) {
+      // A snapshot being installed stays for the next open to finish.
+      if (f.path.endsWith(".install")) f.close();
+      else f.remove();
+    }
+    if (this.o.installDir === undefined) rmSync(this.installDir, { recursive: true, force: true });
     await this.o.storage.close();
   }
 
@@ -583,9 +670,13 @@ export class RaftGroup<R> {
       // log never holds a copy of the data. A crash in between leaves the state machine
       // ahead of the log: it skips the entries it has, and the leader sends the snapshot again.
       await this.applyQueue;
-      const { metadata } = rd.snapshot;
-      await this.o.stateMachine.restore(rd.snapshot.data, metadata.index);
-      await this.o.stateMachine.persist();
+      const { metadata, data } = rd.snapshot;
+      this.installing = this.install(data, metadata.index);
+      try {
+        await this.installing;
+      } finally {
+        this.installing = undefined;
+      }
       this.confIndex = metadata.index;
       this.confChanges = [];
       this.built = undefined;
@@ -768,4 +859,39 @@ function outcomeUnknown(group: string): DataPlaneError {
     "unavailable",
     `leadership of group ${group} changed before the proposal was seen applied here; its outcome is unknown`,
   );
+}
+
+/** The name a snapshot being installed into group `id` at `index` has in the install directory. */
+function installName(id: string, index: number): string {
+  return `${encodeURIComponent(id)}@${index}.install`;
+}
+
+/**
+ * Finishes an install of a snapshot into the group's state machine that the process did not
+ * live to complete (its file is still in `dir`), then removes what was being received for
+ * the group when it stopped.
+ */
+async function finishInstall<R>(o: RaftGroupOptions<R>, dir: string): Promise<void> {
+  if (!existsSync(dir)) return;
+  const prefix = encodeURIComponent(o.id);
+  for (const name of readdirSync(dir)) {
+    if (name.startsWith(`${prefix}+`) && name.endsWith(".part"))
+      rmSync(join(dir, name), { force: true });
+  }
+  for (const name of readdirSync(dir)) {
+    const m = name.startsWith(`${prefix}@`) ? /^[^@]*@(\d+)\.install$/.exec(name) : null;
+    if (m === null) continue;
+    // Kept if this fails too: the group does not open, and the next open tries again.
+    o.onInstallResumed?.(Number(m[1]));
+    const file = SnapshotFile.open(join(dir, name));
+    try {
+      await o.stateMachine.restore(file, Number(m[1]));
+      await o.stateMachine.persist();
+    } catch (err) {
+      file.close();
+      throw err;
+    }
+    file.remove();
+    await syncDir(dir);
+  }
 }

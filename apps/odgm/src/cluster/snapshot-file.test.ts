@@ -45,4 +45,28 @@ describe("SnapshotFile", () => {
     await expect(SnapshotFile.write(dir, "g/1", failing())).rejects.toThrow(/could not be read/);
     expect(readdirSync(dir)).toEqual([]);
   });
+
+  it("receives chunks into a file: finished, it reads back and moves durably; discarded, it is gone", async () => {
+    const sink = SnapshotFile.receive(join(dir, "g+1.part"));
+    sink.append(Uint8Array.of(1, 2, 3));
+    sink.append(new Uint8Array(0));
+    sink.append(Uint8Array.of(4, 5));
+    const file = sink.finish();
+    expect(file.byteLength).toBe(5);
+    expect([...file.subarray(1, 4)]).toEqual([2, 3, 4]);
+    await file.persistAs(join(dir, "g@9.install"));
+    expect(readdirSync(dir)).toEqual(["g@9.install"]);
+    file.close();
+    const again = SnapshotFile.open(join(dir, "g@9.install"));
+    expect([...again.subarray(0, 5)]).toEqual([1, 2, 3, 4, 5]);
+    again.remove();
+    const dropped = SnapshotFile.receive(join(dir, "g+2.part"));
+    dropped.append(Uint8Array.of(1));
+    dropped.discard();
+    expect(readdirSync(dir)).toEqual([]);
+    // A name taken is refused (two transfers never share a file).
+    const first = SnapshotFile.receive(join(dir, "g+3.part"));
+    expect(() => SnapshotFile.receive(join(dir, "g+3.part"))).toThrow(/EEXIST/);
+    first.discard();
+  });
 });

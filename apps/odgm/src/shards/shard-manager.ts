@@ -29,8 +29,11 @@ export interface ShardReplica {
   readonly isLeader: boolean;
   /** Proposes `op` (through the leader) and resolves once applied here or on the leader. */
   mutate(op: StoreOp): Promise<MutationResult>;
-  /** Resolves once a read here is as fresh as `consistency` asks. */
-  readBarrier(consistency: ReadConsistency): Promise<void>;
+  /**
+   * Runs `run` (a read of the shard) once a read here is as fresh as `consistency` asks,
+   * and never while a snapshot is being written into the shard.
+   */
+  read<T>(consistency: ReadConsistency, run: () => Promise<T>): Promise<T>;
 }
 
 /** Hosts the Raft groups of raft-collection partitions (the cluster node). */

@@ -1,4 +1,4 @@
-import type { Entry, Snapshot } from "../types.js";
+import type { Entry, SnapshotChunk } from "../types.js";
 
 /**
  * Kinds of Raft messages. `hup`, `beat`, `check_quorum` are local (never sent); the rest
@@ -49,7 +49,7 @@ export interface Message {
   /** Opaque request context (ReadIndex, campaign-transfer marker). */
   readonly context: Uint8Array;
   /** `snap`: the snapshot metadata plus this chunk's bytes in `data`. */
-  readonly snapshot?: Snapshot;
+  readonly snapshot?: SnapshotChunk;
   /** `snap`: byte offset of this chunk; `snap_resp`: next byte offset expected. */
   readonly chunkOffset: number;
   /** `snap`: total size of the snapshot data in bytes. */

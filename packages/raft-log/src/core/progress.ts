@@ -1,4 +1,4 @@
-import type { ConfState, OutgoingSnapshot } from "../types.js";
+import type { ConfState, Snapshot } from "../types.js";
 import {
   type JointConfig,
   jointCommitted,
@@ -25,7 +25,7 @@ export class Progress {
   /** Snapshot state: index of the snapshot being sent. */
   pendingSnapshot = 0;
   /** Snapshot state: the snapshot being sent (held so every chunk comes from one snapshot). */
-  snapshot: OutgoingSnapshot | undefined = undefined;
+  snapshot: Snapshot | undefined = undefined;
   /** Snapshot state: highest offset the follower acknowledged (it has every byte before). */
   snapOffset = 0;
   /** Snapshot state: offset of the next chunk to send. */
@@ -90,7 +90,7 @@ export class Progress {
     this.next = this.match + 1;
   }
 
-  becomeSnapshot(snapshot: OutgoingSnapshot): void {
+  becomeSnapshot(snapshot: Snapshot): void {
     this.resetState("snapshot");
     this.pendingSnapshot = snapshot.metadata.index;
     this.snapshot = snapshot;

@@ -4,8 +4,11 @@ import type {
   ConfState,
   Entry,
   HardState,
-  OutgoingSnapshot,
   Snapshot,
+  SnapshotBytes,
+  SnapshotMetadata,
+  SnapshotReceiver,
+  SnapshotSink,
 } from "../types.js";
 import { coalesceMessages } from "./coalesce.js";
 import { applyConfChange, type ConfChangeCodec, jsonConfChangeCodec } from "./conf-change.js";
@@ -67,7 +70,12 @@ export interface RaftOptions {
    * compact the log behind their own durable state and build a snapshot only when one is
    * needed, instead of keeping one in the log store. Default: the log store's snapshot.
    */
-  readonly snapshotSource?: () => OutgoingSnapshot | undefined;
+  readonly snapshotSource?: () => Snapshot | undefined;
+  /**
+   * Where a follower keeps a snapshot's chunks while it receives them; the Ready that
+   * installs it carries what the sink's `finish` returned. Default: in memory.
+   */
+  readonly snapshotReceiver?: SnapshotReceiver;
   /** How ReadIndex is confirmed. Default "safe". */
   readonly readOnlyOption?: ReadOnlyOption;
   /**
@@ -169,10 +177,36 @@ interface SnapshotBuffer {
   total: number;
   /** Bytes received in order (the next offset expected). */
   size: number;
-  parts: Uint8Array[];
+  /** Where the bytes received in order go. */
+  sink: SnapshotSink;
   /** Chunks that arrived ahead of `size` (reordered), by offset. */
   ahead: Map<number, Uint8Array>;
 }
+
+/** The default {@link SnapshotReceiver}: the chunks in memory, concatenated at the end. */
+const memoryReceiver: SnapshotReceiver = {
+  begin(_metadata: SnapshotMetadata, total: number): SnapshotSink {
+    let data: Uint8Array | undefined = new Uint8Array(total);
+    let size = 0;
+    return {
+      append(bytes) {
+        if (data === undefined || size + bytes.byteLength > total) {
+          throw new RaftError("invalid_argument", "snapshot chunk past the announced size");
+        }
+        data.set(bytes, size);
+        size += bytes.byteLength;
+      },
+      finish(): SnapshotBytes {
+        const out = data ?? new Uint8Array(0);
+        data = undefined;
+        return out;
+      },
+      discard() {
+        data = undefined;
+      },
+    };
+  },
+};
 
 /**
  * Snapshot chunks a leader keeps in flight per follower (a window, so that a transfer of
@@ -216,7 +250,8 @@ export class Raft {
   private readonly checkQuorum: boolean;
   private readonly maxSizePerMsg: number;
   private readonly chunkSize: number;
-  private readonly snapshotSource: (() => OutgoingSnapshot | undefined) | undefined;
+  private readonly snapshotSource: (() => Snapshot | undefined) | undefined;
+  private readonly snapshotReceiver: SnapshotReceiver;
   private readonly readOnlyOption: ReadOnlyOption;
   private readonly forwardProposals: boolean;
   private readonly codec: ConfChangeCodec;
@@ -258,6 +293,7 @@ export class Raft {
     this.maxSizePerMsg = o.maxSizePerMsg ?? 1 << 20;
     this.chunkSize = Math.max(1, o.snapshotChunkSize ?? 1 << 20);
     this.snapshotSource = o.snapshotSource;
+    this.snapshotReceiver = o.snapshotReceiver ?? memoryReceiver;
     this.readOnlyOption = o.readOnlyOption ?? "safe";
     if (this.readOnlyOption === "lease_based" && !this.checkQuorum) {
       throw new RaftError("invalid_argument", "lease_based reads need checkQuorum");
@@ -587,7 +623,7 @@ export class Raft {
     if (this.term !== term) {
       this.term = term;
       this.vote = 0;
-      this.snapBuffer = undefined;
+      this.dropSnapshotBuffer();
     }
     this.lead = 0;
     this.electionElapsed = 0;
@@ -1195,7 +1231,7 @@ export class Raft {
     if (index <= this.log.committed) {
       // Stale (scenario 39), or installed already and our answer was lost: say so at once
       // instead of buffering the whole transfer again; the leader moves on from our commit.
-      this.snapBuffer = undefined;
+      this.dropSnapshotBuffer();
       this.ackAppend(m.from, this.log.committed);
       return;
     }
@@ -1206,37 +1242,57 @@ export class Raft {
       this.send(createMessage({ type: "snap_resp", to: m.from, index, reject: true }));
       return;
     }
-    if (buf === undefined || index > buf.index) {
-      buf = { index, term, total: m.chunkTotal, size: 0, parts: [], ahead: new Map() };
-      this.snapBuffer = buf;
-    }
-    if (m.chunkOffset === buf.size) {
-      buf.parts.push(s.data);
-      buf.size += s.data.byteLength;
-      for (let next = buf.ahead.get(buf.size); next !== undefined; next = buf.ahead.get(buf.size)) {
-        buf.ahead.delete(buf.size);
-        buf.parts.push(next);
-        buf.size += next.byteLength;
+    let data: SnapshotBytes | undefined;
+    try {
+      if (buf === undefined || index > buf.index) {
+        this.dropSnapshotBuffer();
+        const sink = this.snapshotReceiver.begin(s.metadata, m.chunkTotal);
+        buf = { index, term, total: m.chunkTotal, size: 0, sink, ahead: new Map() };
+        this.snapBuffer = buf;
       }
-    } else if (m.chunkOffset > buf.size && m.chunkOffset < buf.total) {
-      buf.ahead.set(m.chunkOffset, s.data); // reordered: keep it for later
+      if (m.chunkOffset === buf.size) {
+        buf.sink.append(s.data);
+        buf.size += s.data.byteLength;
+        for (
+          let next = buf.ahead.get(buf.size);
+          next !== undefined;
+          next = buf.ahead.get(buf.size)
+        ) {
+          buf.ahead.delete(buf.size);
+          buf.sink.append(next);
+          buf.size += next.byteLength;
+        }
+      } else if (m.chunkOffset > buf.size && m.chunkOffset < buf.total) {
+        buf.ahead.set(m.chunkOffset, s.data); // reordered: keep it for later
+      }
+      // else: a duplicate of a chunk already received
+      if (buf.size >= buf.total) data = buf.sink.finish();
+    } catch {
+      // The sink failed (a disk write): give this transfer up; the leader starts it again.
+      this.dropSnapshotBuffer();
+      this.send(createMessage({ type: "snap_resp", to: m.from, index, reject: true }));
+      return;
     }
-    // else: a duplicate of a chunk already received
-    if (buf.size < buf.total) {
+    if (data === undefined) {
       // Every chunk is answered with the next offset expected (resume point).
       this.send(createMessage({ type: "snap_resp", to: m.from, index, chunkOffset: buf.size }));
       return;
     }
     this.snapBuffer = undefined;
-    const data = new Uint8Array(buf.size);
-    let off = 0;
-    for (const p of buf.parts) {
-      data.set(p, off);
-      off += p.byteLength;
-    }
-    const full: Snapshot = { metadata: s.metadata, data };
-    if (this.restore(full)) this.ackAppend(m.from, this.log.lastIndex());
+    if (this.restore({ metadata: s.metadata, data })) this.ackAppend(m.from, this.log.lastIndex());
     else this.ackAppend(m.from, this.log.committed);
+  }
+
+  /** Gives up the snapshot transfer being received, if any. */
+  private dropSnapshotBuffer(): void {
+    const buf = this.snapBuffer;
+    this.snapBuffer = undefined;
+    if (buf === undefined) return;
+    try {
+      buf.sink.discard();
+    } catch {
+      // Nothing of it is needed; a sink that cannot clean up is not the core's concern.
+    }
   }
 
   /** Acknowledges the log up to `index`, reporting the commit index this node knows. */

@@ -14,7 +14,13 @@ import {
 } from "../core/raft.js";
 import { isRaftError } from "../core/raft-error.js";
 import { createMemoryLogStore, type MemoryLogStore } from "../storage/memory-log-store.js";
-import type { ConfChange, ConfState, HardState, Snapshot } from "../types.js";
+import {
+  type ConfChange,
+  type ConfState,
+  type HardState,
+  type Snapshot,
+  snapshotBytes,
+} from "../types.js";
 import { decodeCommand, encodeCommand, KvStateMachine, MARKER_PREFIX } from "./kv-state-machine.js";
 import { SimNetwork } from "./sim-network.js";
 
@@ -501,7 +507,7 @@ class Simulation {
       );
     }
     nd.kv = new KvStateMachine();
-    nd.kv.restore(nd.store.snapshot().data);
+    nd.kv.restore(snapshotBytes(nd.store.snapshot().data));
     nd.lastHard = hs;
     nd.inflight = undefined;
     nd.waiters.clear();
@@ -731,7 +737,7 @@ class Simulation {
     if (raft === undefined) return;
     for (const m of msgs) this.send(nd, m);
     if (rd.snapshot !== undefined) {
-      nd.kv.restore(rd.snapshot.data);
+      nd.kv.restore(snapshotBytes(rd.snapshot.data));
       this.stats.snapshotsInstalled++;
       this.log(`node ${nd.id} installed snapshot ${rd.snapshot.metadata.index}`);
     }

@@ -1,6 +1,12 @@
 import { RaftError } from "../core/raft-error.js";
 import type { LogStore, PersistBatch } from "../storage-port.js";
-import type { ConfState, Entry, HardState, Snapshot } from "../types.js";
+import {
+  type ConfState,
+  type Entry,
+  type HardState,
+  type Snapshot,
+  snapshotBytes,
+} from "../types.js";
 import type { GroupCommitter } from "./group-committer.js";
 import {
   decodeEntryValue,
@@ -138,7 +144,7 @@ export async function createRocksLogStore(options: RocksLogStoreOptions): Promis
       ops.push({
         type: "put",
         key: recordKey(prefix, RecordType.snapshotData),
-        value: delta.snapshot.data,
+        value: snapshotBytes(delta.snapshot.data),
       });
     }
     if (delta.floor !== undefined) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { OutgoingSnapshot, Snapshot } from "../../types.js";
+import { type Snapshot, snapshotBytes } from "../../types.js";
 import type { Message } from "../message.js";
 import { ents, logTerms, msg, newHarness, take } from "../testing/harness.js";
 import { Network } from "../testing/network.js";
@@ -22,7 +22,7 @@ function snapMsg(s: Snapshot, term: number): Message {
     from: 2,
     to: 1,
     term,
-    snapshot: s,
+    snapshot: { metadata: s.metadata, data: snapshotBytes(s.data) },
     chunkOffset: 0,
     chunkTotal: s.data.byteLength,
   });
@@ -208,13 +208,13 @@ describe("log compaction and snapshots (§7)", () => {
     const built = new TextEncoder().encode("a state read from a file, chunk by chunk");
     let failNext = false;
     const reads: [number, number][] = [];
-    const sources: OutgoingSnapshot[] = [];
+    const sources: Snapshot[] = [];
     let floor = 0;
     const nt = new Network([1, 2, 3], {
       raft: {
         snapshotChunkSize: 8,
         snapshotSource: () => {
-          const out: OutgoingSnapshot = {
+          const out: Snapshot = {
             metadata: snap(floor, nt.raft(1).term).metadata,
             data: {
               byteLength: built.byteLength,
@@ -250,5 +250,92 @@ describe("log compaction and snapshots (§7)", () => {
     expect(reads.every(([a, b]) => b - a <= 8)).toBe(true);
     expect(nt.raft(3).status().lastIndex).toBe(nt.raft(1).status().lastIndex);
     expect(nt.raft(1).status().sendingSnapshot.size).toBe(0);
+  });
+
+  it("a receiver keeps the chunks of a transfer: the Ready carries what its sink finished with; a failing sink gives the transfer up and it starts again", () => {
+    const state = new TextEncoder().encode("the state a follower receives chunk by chunk");
+    const events: string[] = [];
+    let failAppends = 1;
+    let floor = 0;
+    const finished = {
+      byteLength: state.byteLength,
+      subarray: (a: number, b: number) => state.slice(a, b),
+    };
+    const nt = new Network([1, 2, 3], {
+      raft: {
+        snapshotChunkSize: 8,
+        snapshotSource: () => ({
+          metadata: snap(floor, nt.raft(1).term).metadata,
+          data: state,
+        }),
+        snapshotReceiver: {
+          begin(metadata, total) {
+            events.push(`begin ${metadata.index} ${total}`);
+            const parts: Uint8Array[] = [];
+            return {
+              append(bytes) {
+                if (parts.length === 2 && failAppends > 0) {
+                  failAppends--;
+                  events.push("append failed");
+                  throw new Error("ENOSPC");
+                }
+                parts.push(bytes.slice());
+              },
+              finish() {
+                const all = Buffer.concat(parts);
+                expect(new Uint8Array(all)).toEqual(state);
+                events.push("finish");
+                return finished;
+              },
+              discard() {
+                events.push("discard");
+              },
+            };
+          },
+        },
+      },
+    });
+    floor = cutOffBehindCompaction(nt);
+    nt.recover();
+    nt.tickAll(8);
+    // The third chunk could not be kept: that transfer was discarded and a new one completed.
+    expect(events).toEqual([
+      `begin ${floor} ${state.byteLength}`,
+      "append failed",
+      "discard",
+      `begin ${floor} ${state.byteLength}`,
+      "finish",
+    ]);
+    const installed = nt.node(3).readies.filter((r) => r.snapshot !== undefined);
+    expect(installed.map((r) => r.snapshot?.data)).toEqual([finished]);
+    expect(nt.raft(3).status().lastIndex).toBe(nt.raft(1).status().lastIndex);
+  });
+
+  it("a transfer given up for a new term is discarded", () => {
+    const events: string[] = [];
+    const h = newHarness(1, [1, 2], {
+      snapshotReceiver: {
+        begin: () => ({
+          append: () => events.push("append"),
+          finish: () => new Uint8Array(0),
+          discard: () => events.push("discard"),
+        }),
+      },
+    });
+    const s = snap(11, 11);
+    h.raft.step(
+      msg({
+        type: "snap",
+        from: 2,
+        to: 1,
+        term: 11,
+        snapshot: { metadata: s.metadata, data: new Uint8Array(4) },
+        chunkOffset: 0,
+        chunkTotal: 8,
+      }),
+    );
+    expect(events).toEqual(["append"]);
+    h.raft.step(msg({ type: "app", from: 2, to: 1, term: 12, index: 0, logTerm: 0 }));
+    expect(events).toEqual(["append", "discard"]);
   });
 });
