@@ -277,10 +277,17 @@ describe("RaftGroup", () => {
     const storage = c.storages.get(lagging) as LogStore;
     const save = storage.save.bind(storage);
     // The log's write of the snapshot's point never completes: the node "crashes" there.
-    storage.save = (batch) => (batch.snapshot === undefined ? save(batch) : new Promise(() => {}));
+    let stuck = false;
+    storage.save = (batch) => {
+      if (batch.snapshot === undefined) return save(batch);
+      stuck = true;
+      return new Promise(() => {});
+    };
     c.cut.delete(lagging);
     const sm = c.machines.get(lagging) as ListMachine;
-    for (let i = 0; i < 100 && sm.items.length !== 20; i++) await c.tick(1);
+    // Until the old group is stuck in that write (else it would go on, on the same log).
+    for (let i = 0; i < 100 && !stuck; i++) await c.tick(1);
+    expect(stuck).toBe(true);
     expect(sm.items).toHaveLength(20);
     const stored = storage.snapshot().metadata.index;
     expect(sm.applied).toBeGreaterThan(stored);
