@@ -261,10 +261,10 @@ describe("log compaction and snapshots (§7)", () => {
       byteLength: state.byteLength,
       subarray: (a: number, b: number) => state.slice(a, b),
     };
-    const nt = new Network([1, 2, 3], {
+    const nt: Network = new Network([1, 2, 3], {
       raft: {
         snapshotChunkSize: 8,
-        snapshotSource: () => ({
+        snapshotSource: (): Snapshot => ({
           metadata: snap(floor, nt.raft(1).term).metadata,
           data: state,
         }),
