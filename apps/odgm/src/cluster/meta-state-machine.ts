@@ -4,7 +4,11 @@
 // replay after a restart (the applied index is written after the command) changes nothing.
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import type { KvShard } from "@oprc/entry-store";
-import { type CreateCollectionRequest, CreateCollectionRequestSchema } from "@oprc/grpc-api";
+import {
+  type CreateCollectionRequest,
+  CreateCollectionRequestSchema,
+  DataPlaneError,
+} from "@oprc/grpc-api";
 import { type Entry, type SnapshotBytes, snapshotBytes } from "@oprc/raft-log";
 import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
@@ -155,10 +159,12 @@ export async function openMetaStateMachine(
     async restore(data: SnapshotBytes, index: number) {
       if (data.byteLength > 0) {
         // The registry is small: read whole.
-        const snap = JSON.parse(dec.decode(snapshotBytes(data))) as {
-          collections: JsonValue[];
-          members: [number, string][];
-        };
+        let snap: { collections: JsonValue[]; members: [number, string][] };
+        try {
+          snap = JSON.parse(dec.decode(snapshotBytes(data)));
+        } catch (err) {
+          throw new DataPlaneError("invalid_argument", `metadata snapshot is malformed: ${err}`);
+        }
         for (const [id, url] of snap.members) await applyOne({ setMember: { id, url } });
         for (const c of snap.collections) {
           const result = await applyOne({

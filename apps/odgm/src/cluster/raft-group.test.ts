@@ -34,6 +34,8 @@ class ListMachine implements StateMachine<number> {
   restoreGate: Promise<void> | undefined;
   /** The index of every restore, and whether its bytes came in a file or in memory. */
   restores: { index: number; from: string }[] = [];
+  /** While set, every restore refuses its bytes as malformed (changing nothing). */
+  refuse = false;
   appliedIndex(): number {
     return this.applied;
   }
@@ -61,6 +63,8 @@ class ListMachine implements StateMachine<number> {
   async restore(data: SnapshotBytes, index: number): Promise<void> {
     this.restores.push({ index, from: data instanceof Uint8Array ? "memory" : "file" });
     await this.restoreGate;
+    if (this.refuse)
+      throw Object.assign(new Error("malformed (test)"), { code: "invalid_argument" });
     const s = JSON.parse(dec.decode(snapshotBytes(data))) as { items: string[]; applied: number };
     this.items = s.items;
     this.applied = s.applied;
@@ -334,6 +338,24 @@ describe("RaftGroup", () => {
     await leader.propose(enc.encode("after"));
     for (let i = 0; i < 200 && sm.items.at(-1) !== "after"; i++) await c.tick(1);
     expect(sm.items).toEqual([...Array.from({ length: 20 }, (_, i) => `v${i}`), "after"]);
+  });
+
+  it("a snapshot the state machine refuses as malformed stops the group but is not installed again at the next open", async () => {
+    const { c, leader, lagging } = await withCutOff(20);
+    const sm = c.machines.get(lagging) as ListMachine;
+    sm.refuse = true;
+    c.cut.delete(lagging);
+    for (let i = 0; i < 100 && !c.errors.includes("ready"); i++) await c.tick(1);
+    expect(c.errors).toContain("ready");
+    expect(readdirSync(c.installDirs.get(lagging) as string)).toEqual([]);
+    sm.refuse = false;
+    await c.restart(lagging);
+    // Opened on the state it had; the leader sends a snapshot again, which installs.
+    expect(sm.restores).toHaveLength(1);
+    await leader.propose(enc.encode("after"));
+    for (let i = 0; i < 200 && sm.items.at(-1) !== "after"; i++) await c.tick(1);
+    expect(sm.items).toEqual([...Array.from({ length: 20 }, (_, i) => `v${i}`), "after"]);
+    expect(sm.restores).toHaveLength(2);
   });
 
   it("reads wait for a snapshot being installed, and an install waits for the reads in progress", async () => {

@@ -45,7 +45,9 @@ export interface StateMachine<R> {
   /**
    * Replaces the state with a snapshot's bytes (read a range at a time: they may be a file).
    * May write in several steps: if it fails or the process dies part-way, the group calls
-   * it again with the same bytes before anything else (at the next open).
+   * it again with the same bytes before anything else (at the next open). Bytes it refuses
+   * as malformed, before changing anything, reject with an error whose `code` is
+   * `"invalid_argument"`: those are not installed again.
    */
   restore(data: SnapshotBytes, index: number): Promise<void>;
   /**
@@ -539,7 +541,17 @@ export class RaftGroup<R> {
       });
       this.readersDone = undefined;
     }
-    await this.o.stateMachine.restore(data, index);
+    try {
+      await this.o.stateMachine.restore(data, index);
+    } catch (err) {
+      // Refused whole, nothing written: not a snapshot to install again at the next open
+      // (the log never recorded it; the leader sends one again).
+      if (file !== undefined && isMalformed(err)) {
+        file.remove();
+        await syncDir(this.installDir);
+      }
+      throw err;
+    }
     await this.o.stateMachine.persist();
     // Superseded transfers, and this one: none is needed any more.
     for (const f of this.received.splice(0)) f.remove();
@@ -881,17 +893,27 @@ async function finishInstall<R>(o: RaftGroupOptions<R>, dir: string): Promise<vo
   for (const name of readdirSync(dir)) {
     const m = name.startsWith(`${prefix}@`) ? /^[^@]*@(\d+)\.install$/.exec(name) : null;
     if (m === null) continue;
-    // Kept if this fails too: the group does not open, and the next open tries again.
     o.onInstallResumed?.(Number(m[1]));
     const file = SnapshotFile.open(join(dir, name));
     try {
       await o.stateMachine.restore(file, Number(m[1]));
       await o.stateMachine.persist();
     } catch (err) {
-      file.close();
-      throw err;
+      if (isMalformed(err)) {
+        // Refused whole, nothing written: the group opens on the state it has.
+        o.onError?.(err, `the snapshot at index ${m[1]} left to install`);
+      } else {
+        // Kept: the group does not open, and the next open tries again.
+        file.close();
+        throw err;
+      }
     }
     file.remove();
     await syncDir(dir);
   }
+}
+
+/** A restore's refusal of malformed bytes, before it changed anything. */
+function isMalformed(err: unknown): boolean {
+  return (err as { code?: unknown } | undefined)?.code === "invalid_argument";
 }
