@@ -107,7 +107,9 @@ describe("OutgoingHeaders", () => {
             }
           }
           expect([...h]).toEqual([...ref]);
-          expect([...new Headers(h)]).toEqual([...ref]);
+          // Copied as the fetch API copies its own (a joined value of empty ones, ", ", is
+          // trimmed to "," by the copy: seed 751382353 found that the fetch API does so too).
+          expect([...new Headers(h)]).toEqual([...new Headers(ref)]);
           for (const [, k] of ops) expect(h.get(k)).toBe(ref.get(k));
           const seen: string[] = [];
           h.forEach((v, k, parent) => {
