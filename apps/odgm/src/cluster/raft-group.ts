@@ -887,10 +887,10 @@ async function finishInstall<R>(o: RaftGroupOptions<R>, dir: string): Promise<vo
   if (!existsSync(dir)) return;
   const prefix = encodeURIComponent(o.id);
   for (const name of readdirSync(dir)) {
-    if (name.startsWith(`${prefix}+`) && name.endsWith(".part"))
+    if (name.startsWith(`${prefix}+`) && name.endsWith(".part")) {
       rmSync(join(dir, name), { force: true });
-  }
-  for (const name of readdirSync(dir)) {
+      continue;
+    }
     const m = name.startsWith(`${prefix}@`) ? /^[^@]*@(\d+)\.install$/.exec(name) : null;
     if (m === null) continue;
     o.onInstallResumed?.(Number(m[1]));

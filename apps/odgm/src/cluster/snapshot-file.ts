@@ -12,7 +12,6 @@ import {
   readSync,
   rename,
   rmSync,
-  write,
   writeSync,
 } from "node:fs";
 import { open } from "node:fs/promises";
@@ -20,7 +19,6 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { SnapshotBytes, SnapshotSink } from "@oprc/raft-log";
 
-const writeAsync = promisify(write);
 const fdatasyncAsync = promisify(fdatasync);
 const renameAsync = promisify(rename);
 
@@ -109,22 +107,14 @@ export class SnapshotFile implements SnapshotBytes {
       dir,
       `${encodeURIComponent(name)}-${Date.now()}-${Math.random().toString(36).slice(2)}.snap`,
     );
-    const fd = openSync(path, "wx+");
-    let size = 0;
+    const sink = SnapshotFile.receive(path);
     try {
-      for await (const page of pages) {
-        for (let done = 0; done < page.byteLength; ) {
-          const { bytesWritten } = await writeAsync(fd, page, done, page.byteLength - done, size);
-          done += bytesWritten;
-          size += bytesWritten;
-        }
-      }
+      for await (const page of pages) sink.append(page);
     } catch (err) {
-      closeSync(fd);
-      rmSync(path, { force: true });
+      sink.discard();
       throw err;
     }
-    return new SnapshotFile(path, fd, size);
+    return sink.finish();
   }
 
   /** Bytes [start, end) read from the file (throws once removed, or on a short read). */

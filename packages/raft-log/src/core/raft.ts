@@ -183,26 +183,34 @@ interface SnapshotBuffer {
   ahead: Map<number, Uint8Array>;
 }
 
-/** The default {@link SnapshotReceiver}: the chunks in memory, concatenated at the end. */
+/**
+ * The default {@link SnapshotReceiver}: the chunks in memory, concatenated at the end (not
+ * sized up front from the peer's announced total, which one malformed chunk could inflate).
+ */
 const memoryReceiver: SnapshotReceiver = {
   begin(_metadata: SnapshotMetadata, total: number): SnapshotSink {
-    let data: Uint8Array | undefined = new Uint8Array(total);
+    let parts: Uint8Array[] = [];
     let size = 0;
     return {
       append(bytes) {
-        if (data === undefined || size + bytes.byteLength > total) {
+        if (size + bytes.byteLength > total) {
           throw new RaftError("invalid_argument", "snapshot chunk past the announced size");
         }
-        data.set(bytes, size);
+        parts.push(bytes);
         size += bytes.byteLength;
       },
       finish(): SnapshotBytes {
-        const out = data ?? new Uint8Array(0);
-        data = undefined;
-        return out;
+        const data = new Uint8Array(size);
+        let at = 0;
+        for (const p of parts) {
+          data.set(p, at);
+          at += p.byteLength;
+        }
+        parts = [];
+        return data;
       },
       discard() {
-        data = undefined;
+        parts = [];
       },
     };
   },
