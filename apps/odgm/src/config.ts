@@ -9,8 +9,17 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Everything the service needs to start, parsed and validated from `ODGM_*` variables. */
 export interface OdgmConfig {
-  /** `ODGM_HTTP_HOST` (default `0.0.0.0`) and `ODGM_HTTP_PORT` (default 8080): gRPC and REST share it. */
-  readonly http: { readonly host: string; readonly port: number };
+  /**
+   * `ODGM_HTTP_HOST` (default `0.0.0.0`) and `ODGM_HTTP_PORT` (default 8080): gRPC and REST
+   * share it. `ODGM_H2C_ENGINE` (default `lean`): what serves cleartext HTTP/2, odgm's own
+   * engine (`lean`, which passes what the gRPC fast path does not serve to Node's) or Node's
+   * (`node`); TLS connections are always Node's.
+   */
+  readonly http: {
+    readonly host: string;
+    readonly port: number;
+    readonly h2cEngine: "lean" | "node";
+  };
   /**
    * `ODGM_TLS_CERT` and `ODGM_TLS_KEY` (PEM files, both or neither): serve gRPC, gRPC-Web,
    * Connect and REST over TLS on the same port (ALPN h2 and http/1.1); SIGHUP re-reads them.
@@ -450,6 +459,10 @@ export function loadConfig(env: Env): OdgmConfig {
   const host = env.ODGM_HTTP_HOST?.trim() || "0.0.0.0";
   const dataDir = env.ODGM_DATA_DIR?.trim() || "./data";
   const port = int(env, "ODGM_HTTP_PORT", 8080, 0, 65_535);
+  const h2cEngine = (env.ODGM_H2C_ENGINE?.trim() || "lean").toLowerCase();
+  if (h2cEngine !== "lean" && h2cEngine !== "node") {
+    throw configError("ODGM_H2C_ENGINE", `expected lean or node, got ${JSON.stringify(h2cEngine)}`);
+  }
   const certFile = env.ODGM_TLS_CERT?.trim() || undefined;
   const keyFile = env.ODGM_TLS_KEY?.trim() || undefined;
   if ((certFile === undefined) !== (keyFile === undefined)) {
@@ -477,7 +490,7 @@ export function loadConfig(env: Env): OdgmConfig {
   }
   const auth = parseAuth(env, cluster, caFile);
   return {
-    http: { host, port },
+    http: { host, port, h2cEngine },
     auth,
     tls:
       certFile === undefined || keyFile === undefined

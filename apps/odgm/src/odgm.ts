@@ -499,6 +499,7 @@ export async function startOdgm(
     const server = await createDualProtocolServer({
       host: config.http.host,
       port: config.http.port,
+      h2cEngine: config.http.h2cEngine,
       ...(tlsFiles === undefined ? {} : { tls: tlsFiles }),
       handler: tlsFiles?.ca === undefined ? handler : peersOnly(handler),
       ...(streamHandler === undefined ? {} : { streamHandler }),

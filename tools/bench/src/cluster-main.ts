@@ -49,6 +49,8 @@ const { values: args } = parseArgs({
     perf: { type: "string" },
     // Extra Node flags for every odgm process (space-separated), e.g. GC settings to compare.
     "node-flags": { type: "string" },
+    // What serves odgm's cleartext HTTP/2 (ODGM_H2C_ENGINE: lean, the default, or node).
+    "h2c-engine": { type: "string" },
     // Where each member's CPU went in every window: µs per write by thread name, user/system,
     // and the µs its threads were runnable but waited for a CPU (run queue).
     threads: { type: "boolean", default: false },
@@ -157,6 +159,7 @@ async function startOdgmNodes(count: number, collections: readonly object[]): Pr
           ODGM_SYNC_WRITES: "true",
           ODGM_LOG_LEVEL: "info",
           ODGM_COLLECTION: JSON.stringify(collections),
+          ...(args["h2c-engine"] === undefined ? {} : { ODGM_H2C_ENGINE: args["h2c-engine"] }),
         },
         ready: /odgm listening/,
         timeoutMs: 60_000,

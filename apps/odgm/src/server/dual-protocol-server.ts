@@ -7,7 +7,10 @@ import http2, {
   type ServerHttp2Stream,
 } from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import tls, { type TLSSocket } from "node:tls";
+import { NodeBridge } from "./h2c/h2c-bridge.js";
+import { H2cConnection } from "./h2c/h2c-connection.js";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 (compatibility API) requests. */
 export type DualRequestHandler = (
@@ -61,6 +64,14 @@ export interface DualProtocolServerOptions {
    * {@link DualProtocolServer.requestsDone} does not wait for them.
    */
   readonly longLived?: (path: string) => boolean;
+  /**
+   * What serves cleartext HTTP/2 (h2c): `"lean"` (default), odgm's own engine, which
+   * parses frames in JavaScript and hands `streamHandler` every stream, passing the rest
+   * to Node's HTTP/2 server in process; or `"node"`, Node's HTTP/2 server for every
+   * stream. TLS connections, and every connection when there is no `streamHandler`, are
+   * always Node's.
+   */
+  readonly h2cEngine?: "lean" | "node";
   /**
    * Serve TLS instead of cleartext: HTTP/2 and HTTP/1.1 on the same port, chosen by ALPN.
    * PEM certificate chain and private key.
@@ -168,9 +179,17 @@ export async function createDualProtocolServer(
     maxSessionMemory: MAX_SESSION_MEMORY_MB,
   });
   const streamHandler = options.streamHandler;
+  // Sessions of the lean engine's bridge: their streams were counted and offered to
+  // streamHandler on the lean connection already.
+  const bridged = new WeakSet<Http2Session>();
+  let bridging = false;
   h2.on(
     "stream",
     (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, raw: string[]) => {
+      if (bridged.has(stream.session as Http2Session)) {
+        compat(stream, headers, raw);
+        return;
+      }
       if (counted(headers[":path"])) {
         active++;
         stream.once("close", release);
@@ -204,6 +223,7 @@ export async function createDualProtocolServer(
   const unclaimed = new Set<Socket>();
   const sessions = new Set<Http2Session>();
   h2.on("session", (session: Http2Session) => {
+    if (bridging) bridged.add(session);
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
     session.on("error", onError);
@@ -262,8 +282,39 @@ export async function createDualProtocolServer(
     else socket.destroy();
   });
 
+  const bridge = new NodeBridge((socket: Duplex) => {
+    bridging = true;
+    try {
+      h2.emit("connection", socket);
+    } finally {
+      bridging = false;
+    }
+  });
+  const leanConnections = new Set<H2cConnection>();
+  const maxConcurrentStreams = options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS;
+  const toLean = (socket: Socket): void => {
+    const connection = new H2cConnection(socket, {
+      onStream: (stream, headers, raw) => {
+        if (counted(headers[":path"])) {
+          active++;
+          stream.once("close", release);
+        }
+        if (streamHandler?.(stream as unknown as ServerHttp2Stream, headers) === true) return;
+        bridge.forward(stream, raw);
+      },
+      maxConcurrentStreams,
+      idleTimeoutMs,
+      pingTimeoutMs,
+      onError,
+    });
+    leanConnections.add(connection);
+    connection.onClose(() => leanConnections.delete(connection));
+  };
+  // Without a stream handler every stream would be passed on: Node's server then serves h2c.
+  const lean = options.h2cEngine !== "node" && streamHandler !== undefined;
   const toH2 = (socket: Socket): void => {
-    h2.emit("connection", socket);
+    if (lean && !(socket instanceof tls.TLSSocket)) toLean(socket);
+    else h2.emit("connection", socket);
   };
   const toH1 = (socket: Socket): void => {
     h1Sockets.add(socket);
@@ -366,11 +417,15 @@ export async function createDualProtocolServer(
       // Responses not yet started tell their client this connection ends with them.
       for (const res of h1InFlight) if (!res.headersSent) res.shouldKeepAlive = false;
       for (const session of sessions) session.close();
+      for (const connection of leanConnections) connection.close();
+      bridge.close();
       h1.closeIdleConnections();
       h1.close();
       const timer = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
         for (const session of sessions) session.destroy();
+        for (const connection of leanConnections) connection.destroy();
+        bridge.destroy();
       }, graceMs);
       timer.unref();
       // Idle HTTP/1.1 keep-alive sockets that never got a request are closed right away.

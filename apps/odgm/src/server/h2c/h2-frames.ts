@@ -1,0 +1,123 @@
+// HTTP/2 frame layout (RFC 9113 §4, §6): the frame types, flags, error codes and settings
+// the lean engine uses, and the writer of a frame's 9-byte header.
+
+/** Frame types (RFC 9113 §6). */
+export const FrameType = {
+  DATA: 0,
+  HEADERS: 1,
+  PRIORITY: 2,
+  RST_STREAM: 3,
+  SETTINGS: 4,
+  PUSH_PROMISE: 5,
+  PING: 6,
+  GOAWAY: 7,
+  WINDOW_UPDATE: 8,
+  CONTINUATION: 9,
+} as const;
+
+/** Frame flags. */
+export const Flag = {
+  END_STREAM: 0x1,
+  ACK: 0x1,
+  END_HEADERS: 0x4,
+  PADDED: 0x8,
+  PRIORITY: 0x20,
+} as const;
+
+/** Error codes (RFC 9113 §7). */
+export const ErrorCode = {
+  NO_ERROR: 0x0,
+  PROTOCOL_ERROR: 0x1,
+  INTERNAL_ERROR: 0x2,
+  FLOW_CONTROL_ERROR: 0x3,
+  SETTINGS_TIMEOUT: 0x4,
+  STREAM_CLOSED: 0x5,
+  FRAME_SIZE_ERROR: 0x6,
+  REFUSED_STREAM: 0x7,
+  CANCEL: 0x8,
+  COMPRESSION_ERROR: 0x9,
+  CONNECT_ERROR: 0xa,
+  ENHANCE_YOUR_CALM: 0xb,
+  INADEQUATE_SECURITY: 0xc,
+  HTTP_1_1_REQUIRED: 0xd,
+} as const;
+
+/** Settings identifiers (RFC 9113 §6.5.2). */
+export const Setting = {
+  HEADER_TABLE_SIZE: 0x1,
+  ENABLE_PUSH: 0x2,
+  MAX_CONCURRENT_STREAMS: 0x3,
+  INITIAL_WINDOW_SIZE: 0x4,
+  MAX_FRAME_SIZE: 0x5,
+  MAX_HEADER_LIST_SIZE: 0x6,
+} as const;
+
+/** The client connection preface (RFC 9113 §3.4). */
+export const CLIENT_PREFACE: Buffer = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+/** Length of a frame header. */
+export const FRAME_HEADER_BYTES = 9;
+/** The smallest MAX_FRAME_SIZE, and every peer's until it says otherwise. */
+export const DEFAULT_MAX_FRAME_SIZE = 16_384;
+/** Every window's size until SETTINGS or WINDOW_UPDATE say otherwise. */
+export const DEFAULT_WINDOW = 65_535;
+/** The largest window (2^31 - 1). */
+export const MAX_WINDOW = 0x7fff_ffff;
+
+/** Writes a frame header into `out` at `at`. */
+export function writeFrameHeader(
+  out: Buffer,
+  at: number,
+  length: number,
+  type: number,
+  flags: number,
+  streamId: number,
+): void {
+  out[at] = (length >>> 16) & 0xff;
+  out[at + 1] = (length >>> 8) & 0xff;
+  out[at + 2] = length & 0xff;
+  out[at + 3] = type;
+  out[at + 4] = flags;
+  out.writeUInt32BE(streamId, at + 5);
+}
+
+/** One frame with `payload`. */
+export function frame(type: number, flags: number, streamId: number, payload?: Uint8Array): Buffer {
+  const length = payload === undefined ? 0 : payload.length;
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
+  writeFrameHeader(out, 0, length, type, flags, streamId);
+  if (payload !== undefined) out.set(payload, FRAME_HEADER_BYTES);
+  return out;
+}
+
+/** A frame whose payload is one 32-bit value (RST_STREAM, WINDOW_UPDATE). */
+export function u32Frame(type: number, streamId: number, value: number): Buffer {
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 4);
+  writeFrameHeader(out, 0, 4, type, 0, streamId);
+  out.writeUInt32BE(value >>> 0, FRAME_HEADER_BYTES);
+  return out;
+}
+
+/** A SETTINGS frame of `[id, value]` pairs. */
+export function settingsFrame(settings: readonly (readonly [number, number])[]): Buffer {
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + 6 * settings.length);
+  writeFrameHeader(out, 0, 6 * settings.length, FrameType.SETTINGS, 0, 0);
+  let at = FRAME_HEADER_BYTES;
+  for (const [id, value] of settings) {
+    out.writeUInt16BE(id, at);
+    out.writeUInt32BE(value >>> 0, at + 2);
+    at += 6;
+  }
+  return out;
+}
+
+/** A GOAWAY frame. */
+export function goawayFrame(lastStreamId: number, code: number, debug?: string): Buffer {
+  const text = debug === undefined ? undefined : Buffer.from(debug, "utf8");
+  const length = 8 + (text?.length ?? 0);
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
+  writeFrameHeader(out, 0, length, FrameType.GOAWAY, 0, 0);
+  out.writeUInt32BE(lastStreamId, FRAME_HEADER_BYTES);
+  out.writeUInt32BE(code >>> 0, FRAME_HEADER_BYTES + 4);
+  if (text !== undefined) out.set(text, FRAME_HEADER_BYTES + 8);
+  return out;
+}
