@@ -15,7 +15,8 @@ function errorOf(env: Record<string, string>): OdgmError {
 describe("loadConfig", () => {
   it("has the specification's defaults with no variables set", () => {
     const c = loadConfig({});
-    expect(c.http).toEqual({ host: "0.0.0.0", port: 8080 });
+    expect(c.http).toEqual({ host: "0.0.0.0", port: 8080, h2cEngine: "lean" });
+    expect(loadConfig({ ODGM_H2C_ENGINE: "Node" }).http.h2cEngine).toBe("node");
     expect(c.dataDir).toBe("./data");
     expect(c.storage).toBe("rocksdb");
     expect(c.syncWrites).toBe(true);
@@ -104,6 +105,7 @@ describe("loadConfig", () => {
     ["ODGM_RAFT_TICK_MS", "0"],
     ["ODGM_RAFT_CATCHUP_ENTRIES", "-1"],
     ["ODGM_STORAGE", "leveldb"],
+    ["ODGM_H2C_ENGINE", "nghttp2"],
     ["ODGM_LOG_LEVEL", "loud"],
     ["ODGM_COLLECTION", "{not json"],
     ["ODGM_COLLECTION", '{"name":"a"}'],

@@ -228,6 +228,16 @@ describe("H2cConnection against Node's HTTP/2 client", () => {
     expect(b.headers[":status"]).toBe(200);
   });
 
+  it("a handler that throws ends its connection, not the process", async () => {
+    const { port, errors } = await serve(() => {
+      throw new Error("a bug");
+    });
+    const c = connect(port);
+    const a = await call(c, {});
+    expect(a.headers[":status"]).toBeUndefined();
+    expect(errors.map((e) => e.message)).toContain("a bug");
+  });
+
   it("echoes bodies of any size and chunking (property)", async () => {
     const { port } = await serve(echo);
     const c = connect(port);

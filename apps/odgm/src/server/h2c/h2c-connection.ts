@@ -250,7 +250,11 @@ export class H2cConnection implements StreamOwner {
       if (at < buf.length) this.#in = buf.subarray(at);
     } catch (err) {
       if (err instanceof ConnectionError) this.#fail(err);
-      else throw err;
+      else {
+        // A listener threw (a bug): this connection ends, the process goes on.
+        this.#o.onError?.(err as Error);
+        this.#fail(new ConnectionError(ErrorCode.INTERNAL_ERROR, "internal error"));
+      }
     }
     this.#flush();
   }

@@ -144,6 +144,7 @@ export class H2cStream extends EventEmitter {
   /** Queues body bytes; false when the caller should wait for `drain`. */
   write(chunk: Uint8Array | string): boolean {
     if (this.destroyed || this.#ending) return false;
+    if (!this.#headersSent) this.respond([":status", "200"]);
     const buf = toBuffer(chunk);
     if (buf.length > 0) {
       this.#outbox.push(buf);
