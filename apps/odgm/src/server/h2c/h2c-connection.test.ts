@@ -228,6 +228,22 @@ describe("H2cConnection against Node's HTTP/2 client", () => {
     expect(b.headers[":status"]).toBe(200);
   });
 
+  it("ends a connection whose peer does not read what its streams hold (64 MiB)", async () => {
+    const { port, errors } = await serve((stream) => {
+      stream.respond([":status", "200"]);
+      stream.end(Buffer.alloc(8 * 1024 * 1024));
+    });
+    // The client's windows are shut: nothing of the answers can be sent.
+    const c = connect(port, { settings: { initialWindowSize: 0 } });
+    const code = new Promise<number>((resolve) => c.once("goaway", (n: number) => resolve(n)));
+    for (let i = 0; i < 10; i++)
+      c.request({ ":method": "POST", ":path": "/x" })
+        .on("error", () => {})
+        .end();
+    expect(await code).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+    expect(errors.some((e) => e.message.includes("does not read"))).toBe(true);
+  });
+
   it("a handler that throws ends its connection, not the process", async () => {
     const { port, errors } = await serve(() => {
       throw new Error("a bug");

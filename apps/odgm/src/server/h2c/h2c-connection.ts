@@ -50,6 +50,11 @@ const CONNECTION_WINDOW = 16 * 1024 * 1024;
 const DEFAULT_MAX_HEADER_LIST = 64 * 1024;
 /** Resets by the peer per second past which it is told to calm down (CVE-2023-44487). */
 const MAX_RESETS_PER_SECOND = 2000;
+/**
+ * Body bytes the streams of one connection may hold for a peer that does not read them (its
+ * windows stay shut); past it the connection ends (what Node's maxSessionMemory bounds).
+ */
+const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 
 /** Headers HTTP/2 forbids (RFC 9113 §8.2.2). */
 const CONNECTION_SPECIFIC = new Set([
@@ -102,6 +107,7 @@ export class H2cConnection implements StreamOwner {
   #goingAway = false;
   #dead = false;
   #resets = 0;
+  #buffered = 0;
   #resetSecond = 0;
   #pingTimer: NodeJS.Timeout | undefined;
   #onClose: (() => void)[] = [];
@@ -180,6 +186,15 @@ export class H2cConnection implements StreamOwner {
 
   sendEmptyEnd(id: number): void {
     if (!this.#dead) this.#queue(frame(FrameType.DATA, Flag.END_STREAM, id));
+  }
+
+  buffered(delta: number): void {
+    this.#buffered += delta;
+    if (this.#buffered > MAX_BUFFERED_BYTES && !this.#dead) {
+      this.#fail(
+        new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, "the peer does not read its responses"),
+      );
+    }
   }
 
   wantsToSend(stream: H2cStream): void {

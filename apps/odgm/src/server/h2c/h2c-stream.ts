@@ -20,6 +20,8 @@ export interface StreamOwner {
   done(stream: H2cStream): void;
   /** `bytes` of the request body were read by the stream's consumer: the window may grow. */
   consumed(stream: H2cStream, bytes: number): void;
+  /** Body bytes streams hold for the peer grew (or shrank) by `delta`. */
+  buffered(delta: number): void;
   /** True while the socket's own buffer is full (writes should wait for `drain`). */
   readonly congested: boolean;
 }
@@ -149,6 +151,7 @@ export class H2cStream extends EventEmitter {
     if (buf.length > 0) {
       this.#outbox.push(buf);
       this.#queued += buf.length;
+      this.#owner.buffered(buf.length);
       this.#owner.wantsToSend(this);
     }
     const ok = this.#queued < HIGH_WATER && !this.#owner.congested;
@@ -165,6 +168,7 @@ export class H2cStream extends EventEmitter {
     if (buf !== undefined && buf.length > 0) {
       this.#outbox.push(buf);
       this.#queued += buf.length;
+      this.#owner.buffered(buf.length);
     }
     // Ending first: the last bytes can leave with END_STREAM, or the trailers right after.
     this.#ending = true;
@@ -207,6 +211,7 @@ export class H2cStream extends EventEmitter {
         this.#outbox[0] = first.subarray(max);
       }
       this.#queued -= data.length;
+      this.#owner.buffered(-data.length);
       if (this.#needDrain && this.#queued < HIGH_WATER && !this.#owner.congested) {
         this.#needDrain = false;
         process.nextTick(() => this.emit("drain"));
@@ -314,6 +319,7 @@ export class H2cStream extends EventEmitter {
     this.destroyed = true;
     this.rstCode = code;
     this.#outbox = [];
+    this.#owner.buffered(-this.#queued);
     this.#queued = 0;
     this.#inbox = [];
     this.#owner.done(this);
