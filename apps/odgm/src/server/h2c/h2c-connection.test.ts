@@ -414,6 +414,26 @@ describe("H2cConnection refuses protocol errors", () => {
     expect(streams).toBe(1);
   });
 
+  it("a PRIORITY frame of the wrong size resets an open stream, and is ignored on an idle one", async () => {
+    const { port } = await serve(() => {});
+    const raw = await rawClient(port);
+    raw.socket.write(
+      Buffer.concat([
+        start,
+        frame(FrameType.HEADERS, Flag.END_HEADERS, 1, REQUEST),
+        frame(FrameType.PRIORITY, 0, 1, Buffer.alloc(4)),
+        frame(FrameType.PRIORITY, 0, 7, Buffer.alloc(4)),
+      ]),
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    raw.socket.destroy();
+    const rst = raw.frames.filter((f) => f.type === FrameType.RST_STREAM);
+    expect(rst.map((f) => [f.id, f.payload.readUInt32BE(0)])).toEqual([
+      [1, ErrorCode.FRAME_SIZE_ERROR],
+    ]);
+    expect(raw.frames.some((f) => f.type === FrameType.GOAWAY)).toBe(false);
+  });
+
   it("streams beyond the limit are refused", async () => {
     const { port } = await serve(() => {}, { maxConcurrentStreams: 2 });
     const raw = await rawClient(port);

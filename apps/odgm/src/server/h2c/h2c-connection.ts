@@ -306,7 +306,9 @@ export class H2cConnection implements StreamOwner {
         return;
       case FrameType.PRIORITY:
         if (id === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "PRIORITY on stream 0");
-        if (p.length !== 5) this.#streamError(id, ErrorCode.FRAME_SIZE_ERROR);
+        // A wrong size is a stream error; an idle or closed stream cannot be reset (§5.1).
+        if (p.length !== 5 && this.#streams.has(id))
+          this.#streamError(id, ErrorCode.FRAME_SIZE_ERROR);
         return;
       case FrameType.RST_STREAM:
         this.#onReset(id, p);
