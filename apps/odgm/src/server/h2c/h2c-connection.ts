@@ -138,11 +138,6 @@ export class H2cConnection implements StreamOwner {
     socket.resume();
   }
 
-  /** Streams open now. */
-  get openStreams(): number {
-    return this.#streams.size;
-  }
-
   /** Calls `f` once the socket closed. */
   onClose(f: () => void): void {
     if (this.#dead && this.#socket.destroyed) f();
