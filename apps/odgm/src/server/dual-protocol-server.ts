@@ -9,6 +9,7 @@ import http2, {
 import net, { type AddressInfo, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import tls, { type TLSSocket } from "node:tls";
+import { CLIENT_PREFACE as PREFACE } from "./h2c/h2-frames.js";
 import { NodeBridge } from "./h2c/h2c-bridge.js";
 import { H2cConnection } from "./h2c/h2c-connection.js";
 
@@ -129,9 +130,6 @@ export interface DualProtocolServer {
    */
   requestsDone(): Promise<void>;
 }
-
-/** The HTTP/2 connection preface every prior-knowledge h2c client sends first (RFC 9113 §3.4). */
-const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
 /**
  * Serves HTTP/1.1 and HTTP/2 cleartext on the same port. gRPC clients speak h2c with prior

@@ -2,7 +2,14 @@ import http2, { type ClientHttp2Session, type IncomingHttpHeaders } from "node:h
 import net, { type AddressInfo, type Socket } from "node:net";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { ErrorCode, Flag, FrameType, frame, settingsFrame } from "./h2-frames.js";
+import {
+  ErrorCode,
+  Flag,
+  FrameType,
+  frame,
+  CLIENT_PREFACE as PREFACE,
+  settingsFrame,
+} from "./h2-frames.js";
 import { H2cConnection, type H2cConnectionOptions, requestHeaders } from "./h2c-connection.js";
 import { HpackEncoder } from "./hpack.js";
 
@@ -305,17 +312,8 @@ async function rawClient(port: number): Promise<{
   return { socket, frames, closed };
 }
 
-const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
-const REQUEST = new HpackEncoder().encode([
-  ":method",
-  "POST",
-  ":scheme",
-  "http",
-  ":path",
-  "/x",
-  ":authority",
-  "a",
-]);
+const REQUEST_HEADERS = [":method", "POST", ":scheme", "http", ":path", "/x", ":authority", "a"];
+const REQUEST = new HpackEncoder().encode(REQUEST_HEADERS);
 
 /** Sends `bytes` and returns the GOAWAY's error code once the server hangs up. */
 async function goawayAfter(port: number, bytes: Buffer): Promise<number | undefined> {
@@ -389,16 +387,7 @@ describe("H2cConnection refuses protocol errors", () => {
       echo(stream, headers, []);
     });
     const raw = await rawClient(port);
-    const upper = new HpackEncoder().encode([
-      ":method",
-      "POST",
-      ":scheme",
-      "http",
-      ":path",
-      "/x",
-      "X-Up",
-      "1",
-    ]);
+    const upper = new HpackEncoder().encode([...REQUEST_HEADERS, "X-Up", "1"]);
     raw.socket.write(
       Buffer.concat([
         start,

@@ -200,12 +200,15 @@ export class H2cStream extends EventEmitter {
     if (max > 0 && this.#queued > 0) {
       const first = this.#outbox[0] as Buffer;
       if (first.length <= max) {
-        this.#outbox.shift();
-        data = first;
-        // Join small pieces into one frame.
-        while (this.#outbox.length > 0 && data.length + (this.#outbox[0] as Buffer).length <= max) {
-          data = Buffer.concat([data, this.#outbox.shift() as Buffer]);
+        // Small pieces join into one frame, copied once.
+        let n = 1;
+        let size = first.length;
+        while (n < this.#outbox.length && size + (this.#outbox[n] as Buffer).length <= max) {
+          size += (this.#outbox[n] as Buffer).length;
+          n++;
         }
+        const pieces = this.#outbox.splice(0, n);
+        data = n === 1 ? first : Buffer.concat(pieces, size);
       } else {
         data = first.subarray(0, max);
         this.#outbox[0] = first.subarray(max);

@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import net, { type AddressInfo } from "node:net";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLIENT_PREFACE as PREFACE } from "./h2-frames.js";
 import {
   HeaderListTooLargeError,
   HpackDecoder,
@@ -438,7 +439,6 @@ describe("HpackEncoder", () => {
 
 // --- Against real implementations ----------------------------------------------------------
 
-const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 const FRAME_HEADERS = 1;
 const FRAME_SETTINGS = 4;
 const FRAME_CONTINUATION = 9;
