@@ -1,5 +1,5 @@
 // The writer over real RocksDB in temporary directories.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -233,6 +233,36 @@ describe("opening", () => {
     for (const [message, code] of cases) {
       expect(classifyOpenError(new Error(message), "/d").code, message).toBe(code);
     }
+  });
+
+  it("writes the WAL uncompressed unless told otherwise (RocksDB's OPTIONS file says which)", async () => {
+    const walCompression = (location: string): string | undefined => {
+      const file = readdirSync(location)
+        .filter((f) => f.startsWith("OPTIONS-"))
+        .sort()
+        .at(-1);
+      if (file === undefined) return undefined;
+      return /^\s*wal_compression=(\S+)$/m.exec(readFileSync(join(location, file), "utf8"))?.[1];
+    };
+    const plain = await fresh();
+    expect(walCompression(plain.location)).toBe("kNoCompression");
+    const dir = mkdtempSync(join(tmpdir(), "oprc-rocksdb-"));
+    dirs.push(dir);
+    const zstd = await openRocksDatabase({
+      location: dir,
+      columns: ["a"],
+      openOptions: { walCompression: true },
+    });
+    open.push(zstd);
+    expect(walCompression(dir)).toBe("kZSTD");
+    // A database whose WAL was written compressed opens with the default and replays it.
+    await zstd.writer.write([put("a", "k", "in the compressed WAL")], { sync: true });
+    await zstd.close();
+    const reopened = await openRocksDatabase({ location: dir, columns: ["a"] });
+    open.push(reopened);
+    expect(walCompression(dir)).toBe("kNoCompression");
+    const [v] = await reopened.db.getMany([enc.encode("k")], { column: reopened.column("a") });
+    expect(dec.decode(v as Uint8Array)).toBe("in the compressed WAL");
   });
 
   it("the write worker is a module file beside the writer", async () => {

@@ -603,6 +603,50 @@ describe("RaftGroup", () => {
     expect(leader.status().lastSnapshotIndex).toBe(r.index);
   });
 
+  it("a compaction reads the sizes of the entries it keeps, not of every entry it could keep", async () => {
+    // Up to 2,000 entries could be kept (half of compactAfter); the catch-up tail is 100.
+    const c = await cluster([1], 4_000, undefined, 100);
+    const storage = c.storages.get(1) as LogStore;
+    const machine = c.machines.get(1) as ListMachine;
+    /** How far behind what the state machine had applied each read started. */
+    const behind: number[] = [];
+    c.storages.set(
+      1,
+      new Proxy(storage, {
+        get(target, key) {
+          if (key === "entries") {
+            return (lo: number, hi: number, maxBytes?: number) => {
+              if (hi > lo) behind.push(machine.appliedIndex() + 1 - lo);
+              return target.entries(lo, hi, maxBytes);
+            };
+          }
+          const v = Reflect.get(target, key);
+          return typeof v === "function" ? v.bind(target) : v;
+        },
+      }),
+    );
+    await c.restart(1);
+    for (let i = 0; i < 200 && c.leader() === undefined; i++) await c.tick(1);
+    const leader = c.leader() as RaftGroup<number>;
+    await c.tick(3);
+    behind.length = 0; // what the restart read
+    let last = 0;
+    for (let round = 0; round < 21; round++) {
+      const rs = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => leader.propose(new Uint8Array(8).fill(i))),
+      );
+      last = Math.max(...rs.map((r) => r.index));
+    }
+    expect(last).toBeGreaterThan(4_000);
+    // It compacted once, when 4,000 entries were applied, keeping the last 100 of them.
+    for (let i = 0; i < 100 && leader.status().lastSnapshotIndex < 3_800; i++) await c.tick(1);
+    const compactedTo = leader.status().lastSnapshotIndex;
+    expect(compactedTo).toBeGreaterThan(3_800);
+    // Nothing was read from further back than one chunk (1,024 entries) behind the applied
+    // index (the whole 2,000 entries it could have kept, before).
+    expect(Math.max(...behind)).toBeLessThanOrEqual(1_024);
+  });
+
   it("applies on a queue of its own: the log commits on while the state machine is busy, and reads wait for it", async () => {
     const c = await cluster([1]);
     const leader = c.leader() as RaftGroup<number>;

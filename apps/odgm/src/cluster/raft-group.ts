@@ -154,6 +154,8 @@ const MAX_APPLY_BACKLOG = 8;
 const BUILT_SNAPSHOT_TICKS = 300;
 
 const EMPTY = new Uint8Array(0);
+/** Entries a compaction reads at a time to learn the sizes of the entries it keeps. */
+const COMPACTION_READ_CHUNK = 1024;
 
 /**
  * A Raft group driven on this node. One Ready at a time is persisted and sent; its
@@ -795,17 +797,27 @@ export class RaftGroup<R> {
         if (id !== this.o.nodeId) liveMatches.push(st.match.get(id) ?? 0);
       }
     }
-    const maxKeptEntries = Math.floor(compactAfter / 2);
-    const tailFrom = Math.max(first, applied + 1 - maxKeptEntries);
-    const tail = applied >= tailFrom ? storage.entries(tailFrom, applied + 1) : [];
+    // The planner asks for sizes from `applied` down to where it stops keeping, usually the
+    // catch-up tail: read that many, a chunk at a time, not the whole log it may keep (read
+    // on this thread, and mostly from RocksDB: 50,000 entries took 90 ms of the leader's
+    // event loop at every compaction).
+    let chunk: readonly Entry[] = [];
+    let chunkFrom = applied + 1;
     const plan = planRetention({
       applied,
       first,
       liveMatches,
       catchUpEntries: this.o.catchUpEntries ?? 5_000,
-      maxKeptEntries,
+      maxKeptEntries: Math.floor(compactAfter / 2),
       maxKeptBytes: Math.floor(compactAfterBytes / 2),
-      bytesAt: (index) => (tail[index - tailFrom] as Entry).data.byteLength,
+      bytesAt: (index) => {
+        if (index < chunkFrom) {
+          const lo = Math.max(first, index + 1 - COMPACTION_READ_CHUNK);
+          chunk = storage.entries(lo, index + 1);
+          chunkFrom = lo;
+        }
+        return (chunk[index - chunkFrom] as Entry).data.byteLength;
+      },
     });
     const index = Math.min(plan.compactTo, pinned);
     if (index < first) return;
