@@ -105,6 +105,26 @@ describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (w
       code: "closed",
     });
   });
+  it("writes keys and values of every size byte for byte, views into larger buffers too", async () => {
+    const db = await fresh({ writeThread });
+    // Sizes around V8's on-heap limit for typed arrays (64 bytes), empty values, views.
+    const big = new Uint8Array(4096).map((_, i) => (i * 7) % 251);
+    const cases = [0, 1, 63, 64, 65, 1000].flatMap((n, i) => [
+      { key: big.slice(i, i + 1 + (n % 40)), value: big.slice(0, n) },
+      { key: enc.encode(`view${i}`), value: big.subarray(i, i + n) },
+    ]);
+    const ops = cases.map(({ key, value }) => ({ column: "a", type: "put", key, value }) as const);
+    await db.writer.write([...ops, { column: "b", type: "del", key: enc.encode("gone") }]);
+    const got = await db.db.getMany(
+      cases.map((c) => c.key),
+      { column: db.column("a") },
+    );
+    got.forEach((v, i) => {
+      expect(
+        Buffer.from(v as Uint8Array).equals(Buffer.from((cases[i] as { value: Uint8Array }).value)),
+      ).toBe(true);
+    });
+  });
 });
 
 describe("the write worker", () => {
