@@ -75,6 +75,35 @@ describe("the change log (RocksDB)", () => {
     expect((await log.read(3n, 1)).map((r) => r.revision)).toEqual([3n]);
   });
 
+  it("holds the newest records in memory only while the log has subscribers", async () => {
+    const store = await storeOn(await rocks());
+    const log = store.changes;
+    if (log === undefined) throw new Error("no change log");
+    const twice = async (rev: bigint) => [(await log.read(rev, 1))[0], (await log.read(rev, 1))[0]];
+    await store.setEntry("a", "k", v("1"));
+    // Nobody subscribes: each read decodes the record from storage again.
+    const [x1, x2] = await twice(1n);
+    expect(x1).toEqual(x2);
+    expect(x1).not.toBe(x2);
+    const unsubscribe = log.subscribe(() => undefined);
+    await store.setEntry("a", "k", v("2"));
+    await store.setEntry("a", "k", v("3"));
+    // A subscriber: the records written since are served from memory (the same objects).
+    const [y1, y2] = await twice(2n);
+    expect(y1).toBe(y2);
+    unsubscribe();
+    await store.setEntry("a", "k", v("4"));
+    const [z1, z2] = await twice(2n);
+    expect(z1).toEqual(y1);
+    expect(z1).not.toBe(z2);
+    expect((await log.read(1n, 10)).map((r) => [r.revision, r.versionAfter])).toEqual([
+      [1n, 1n],
+      [2n, 2n],
+      [3n, 3n],
+      [4n, 4n],
+    ]);
+  });
+
   it("keeps the head across a restart and continues from it", async () => {
     const dir = mkdtempSync(join(tmpdir(), "change-log-"));
     const first = await rocks(dir);

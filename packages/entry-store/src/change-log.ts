@@ -301,7 +301,8 @@ export function cursorWrites(cursors: ReadonlyMap<string, bigint | undefined>): 
 
 /**
  * The newest records of a log, in memory: live watchers read what was just written from
- * here instead of each reading it from storage again.
+ * here instead of each reading it from storage again. The store fills it only while the
+ * log has subscribers.
  */
 export class RecentChanges {
   private readonly ring: (ChangeRecord | undefined)[];
@@ -348,8 +349,10 @@ export class RecentChanges {
     }
   }
 
-  /** Forgets everything (the log was replaced). */
+  /** Forgets everything, and lets go of the records. */
   clear(): void {
+    if (this.count === 0) return;
     this.count = 0;
+    this.ring.fill(undefined);
   }
 }

@@ -387,7 +387,7 @@ class EntryStoreImpl implements EntryStore {
   private applied: number;
   private closed = false;
   readonly changes: ChangeLog | undefined;
-  /** The newest change records, for live watchers (4,096 per shard). */
+  /** The newest change records, for live watchers (4,096 per shard, while any subscribes). */
   private readonly recent = new RecentChanges(4096);
 
   constructor(
@@ -432,7 +432,11 @@ class EntryStoreImpl implements EntryStore {
               triggers: options.changeLog.triggers === true,
               triggerFanoutCap: options.changeLog.triggerFanoutCap,
               onDurable: (head, records) => {
-                recent.add(records);
+                // Kept for readers only while the log has subscribers (watchers, trigger
+                // delivery): each record would otherwise outlive V8's young generation, to
+                // be copied there and promoted, for nobody.
+                if (listeners.size > 0) recent.add(records);
+                else recent.clear();
                 for (const l of listeners) l(head);
               },
             },
