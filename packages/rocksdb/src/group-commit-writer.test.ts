@@ -105,6 +105,23 @@ describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (w
       code: "closed",
     });
   });
+  it("a write that fails part-way leaves nothing of it for the next one", async () => {
+    const db = await fresh({ writeThread });
+    for (const sync of [false, true]) {
+      const bad = { column: "nope", type: "put", key: enc.encode("k"), value: enc.encode("v") };
+      await expect(
+        db.writer.write([put("a", `half-${sync}`, "x"), bad as never], { sync }),
+      ).rejects.toThrow(/nope/);
+      await db.writer.write([put("a", `whole-${sync}`, "y")], { sync });
+      const [half, whole] = await db.db.getMany(
+        [enc.encode(`half-${sync}`), enc.encode(`whole-${sync}`)],
+        { column: db.column("a") },
+      );
+      expect(half).toBeUndefined();
+      expect(dec.decode(whole as Uint8Array)).toBe("y");
+    }
+  });
+
   it("writes keys and values of every size byte for byte, views into larger buffers too", async () => {
     const db = await fresh({ writeThread });
     // Sizes around V8's on-heap limit for typed arrays (64 bytes), empty values, views.

@@ -6,7 +6,7 @@
 // never blocks the event loop; a small unsynced group, which waits for no disk, is written
 // on the calling thread instead (see `inlineUnsyncedBytes`).
 import { Worker } from "node:worker_threads";
-import type { ColumnHandle, RocksLevelLike } from "./rocks-binding.js";
+import type { ColumnHandle, RocksBatchLike, RocksLevelLike } from "./rocks-binding.js";
 import { RocksError } from "./rocks-error.js";
 
 /** One key write of a call. */
@@ -202,6 +202,9 @@ function workerSink(
   };
 }
 
+/** A batch that held more than this is replaced, not cleared (see `mainSink`). */
+const REUSED_BATCH_MAX_BYTES = 1024 * 1024;
+
 /** Typed arrays up to this many bytes are allocated on V8's heap (`typed_array_max_size_in_heap`). */
 const ON_HEAP_MAX = 64;
 
@@ -218,6 +221,7 @@ function mainSink(db: RocksLevelLike): BatchSink {
     }
     return h;
   };
+  let batch: RocksBatchLike | undefined;
   return async (calls, sync) => {
     // Keys and values of at most 64 bytes live on V8's heap, and the binding reading one
     // makes V8 move it off the heap first (an allocation and a copy each). Copied into one
@@ -238,8 +242,12 @@ function mainSink(db: RocksLevelLike): BatchSink {
       at += b.byteLength;
       return pack.subarray(at - b.byteLength, at);
     };
-    // The binding's synchronous internals, as the write worker uses them (see RocksBatchLike).
-    const batch = db.batch();
+    // The binding's synchronous internals, as the write worker uses them (see RocksBatchLike),
+    // on one batch cleared after each write (the database closes it with itself), and a new
+    // one after a large write, whose buffer the cleared batch would keep.
+    batch ??= db.batch();
+    let bytes = 0;
+    for (const c of calls) bytes += c.bytes;
     try {
       for (const c of calls) {
         for (const op of c.ops) {
@@ -249,8 +257,12 @@ function mainSink(db: RocksLevelLike): BatchSink {
       }
       batch._writeSync({ sync });
     } finally {
-      batch._closeSync();
-      db.detachResource(batch);
+      if (bytes <= REUSED_BATCH_MAX_BYTES) batch._clear();
+      else {
+        batch._closeSync();
+        db.detachResource(batch);
+        batch = undefined;
+      }
     }
   };
 }

@@ -18,6 +18,8 @@ export interface RocksBatchLike {
   /** Writes the batch on the calling thread (an fsync too, when `sync`). */
   _writeSync(options: { sync: boolean }): void;
   _closeSync(): void;
+  /** Empties the batch for reuse. */
+  _clear(): void;
 }
 
 /** An iterator of the binding. */

@@ -22,6 +22,7 @@ interface Batch {
   _del(key: Uint8Array, options: { column: unknown }): void;
   _writeSync(options: { sync: boolean }): void;
   _closeSync(): void;
+  _clear(): void;
 }
 interface Db {
   readonly columns: Record<string, unknown>;
@@ -36,6 +37,9 @@ interface Data {
   readonly columns: readonly string[];
 }
 
+/** A batch that held more than this is replaced, not cleared (see the message handler). */
+const REUSED_BATCH_MAX_BYTES = 1024 * 1024;
+
 const data = workerData as Data;
 const port = parentPort;
 if (port === null) throw new Error("write-worker runs as a worker thread only");
@@ -47,10 +51,12 @@ const db = new RocksLevel(data.handle, { keyEncoding: "buffer", valueEncoding: "
 db.open({}).then(
   () => {
     const columns = data.columns.map((name) => ({ column: db.columns[name] }));
+    // One batch for the writes, cleared after each (the database closes it with itself);
+    // a new one after a large write, whose buffer the cleared batch would keep.
+    let batch = db.batch();
     port.on("message", (m: { id: number; sync: boolean; buf: ArrayBuffer }) => {
+      const buf = Buffer.from(m.buf);
       try {
-        const batch = db.batch();
-        const buf = Buffer.from(m.buf);
         let at = 0;
         while (at < buf.length) {
           const op = buf[at] as number;
@@ -66,15 +72,17 @@ db.open({}).then(
             at += 4 + vl;
           }
         }
-        try {
-          batch._writeSync({ sync: m.sync });
-        } finally {
-          batch._closeSync();
-          db.detachResource(batch);
-        }
+        batch._writeSync({ sync: m.sync });
         port.postMessage({ id: m.id });
       } catch (e) {
         port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) });
+      } finally {
+        if (buf.length <= REUSED_BATCH_MAX_BYTES) batch._clear();
+        else {
+          batch._closeSync();
+          db.detachResource(batch);
+          batch = db.batch();
+        }
       }
     });
     port.postMessage({ ready: true });
