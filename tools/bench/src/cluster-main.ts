@@ -35,7 +35,9 @@ const { values: args } = parseArgs({
     quick: { type: "boolean", default: false },
     rounds: { type: "string" },
     // Unrecorded rounds before the first recorded one (the first round after the prefill
-    // ran slower than the later ones in 17 of 20 runs, 2026-11-26).
+    // ran slower than the later ones in 17 of 20 runs, 2026-11-26; with one unrecorded
+    // round, V8's compiler threads still took 9-15 % of the first recorded window's samples
+    // and 1-4 % of later ones, 2026-11-27).
     "warmup-rounds": { type: "string" },
     "window-ms": { type: "string" },
     out: { type: "string" },
@@ -59,7 +61,7 @@ const { values: args } = parseArgs({
 });
 const quick = args.quick;
 const ROUNDS = Number(args.rounds ?? (quick ? 1 : 3));
-const WARMUP_ROUNDS = Number(args["warmup-rounds"] ?? (quick ? 0 : 1));
+const WARMUP_ROUNDS = Number(args["warmup-rounds"] ?? (quick ? 0 : 2));
 const WINDOW_MS = Number(args["window-ms"] ?? (quick ? 1000 : 3000));
 const WARMUP_MS = quick ? 200 : 500;
 const DISTINCT = 10_000;
