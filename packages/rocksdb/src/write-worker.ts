@@ -37,7 +37,10 @@ interface Data {
   readonly columns: readonly string[];
 }
 
-/** A batch that held more than this is replaced, not cleared (see the message handler). */
+/**
+ * A batch that held more than this is replaced, not cleared (see the message handler); the
+ * writer's own bound for its calling thread (this file takes no relative imports).
+ */
 const REUSED_BATCH_MAX_BYTES = 1024 * 1024;
 
 const data = workerData as Data;
