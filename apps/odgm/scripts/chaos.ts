@@ -3,7 +3,8 @@
 // a fault proxy, a register workload, kill -9 and partition faults; every history is
 // checked with raft-log's WGL checker, one per round of 30 s. A failing (or undecided)
 // history is written to a JSON file whose path is printed, for replay with
-// `analyzeOperations(registerModel, JSON.parse(…))`. Exits 1 on any failure.
+// `checkRegisterHistory(readRegisterHistory(path))` (test/fixtures/register-workload.ts).
+// Exits 1 on any failure.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -41,6 +42,7 @@ try {
       urls: () => cluster.ids.map((id) => cluster.url(id)),
       collection: "kv",
       keys: 3,
+      keyPrefix: `round-${round}`,
       clients: 6,
       until,
       seed,
@@ -52,7 +54,7 @@ try {
     const dump = join(tmpdir(), `odgm-chaos-round-${round}-seed-${seed}.json`);
     const check = checkRegisterHistory(result.history, dump);
     process.stdout.write(
-      `round ${round} seed ${seed}: ${result.history.length} operations, ${result.unknown} indeterminate, faults ${faults.length}: ${check.verdict}${check.verdict === "ok" ? "" : ` — history in ${dump}`}\n`,
+      `round ${round} seed ${seed}: ${result.history.length} operations, ${result.unknown} indeterminate, faults ${faults.length}: ${check.verdict} in ${check.steps} steps${check.verdict === "ok" ? "" : ` — history in ${dump}`}\n`,
     );
     if (check.verdict !== "ok") failed++;
   }

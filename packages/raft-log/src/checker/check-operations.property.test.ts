@@ -91,9 +91,14 @@ describe("checkOperations on generated histories", () => {
 });
 
 describe("kvModel's pruning of pending operations", () => {
-  /** The same model without pruning: per-key partitions, every operation kept. */
+  /**
+   * The same model without pruning: per-key partitions, every operation kept, and no
+   * input keys (identical pending requests searched in every order; the generated values
+   * repeat, so histories with identical pending requests are common).
+   */
+  const { inputKey: _searchedInEveryOrder, ...keyless } = kvModel;
   const unpruned = {
-    ...kvModel,
+    ...keyless,
     partition(history: readonly KvOperation[]): KvOperation[][] {
       const byKey = new Map<string, KvOperation[]>();
       for (const op of history) byKey.set(op.input.key, [...(byKey.get(op.input.key) ?? []), op]);
@@ -151,5 +156,43 @@ describe("kvModel's pruning of pending operations", () => {
     });
     expect(checkOperations(unpruned, ops, { maxSteps: 100_000 })).toBe("unknown");
     expect(checkOperations(kvModel, ops, { maxSteps: 100_000 })).toBe("ok");
+  });
+
+  it("takes identical timed-out requests in call order (Model.inputKey)", () => {
+    // 24 appends of "a" that timed out, then a read: which of them took effect cannot
+    // matter, but without input keys the search tries the subsets one by one.
+    const ops: KvOperation[] = [];
+    for (let i = 0; i < 24; i++) {
+      ops.push({
+        clientId: 100 + i,
+        input: { op: "append", key: "k", value: "a" },
+        call: i,
+        output: undefined,
+        return: Number.POSITIVE_INFINITY,
+      });
+    }
+    const read = (value: string): KvOperation => ({
+      clientId: 1,
+      input: { op: "get", key: "k" },
+      call: 50,
+      output: { value },
+      return: 51,
+    });
+    expect(checkOperations(kvModel, [...ops, read("a".repeat(12))], { maxSteps: 100_000 })).toBe(
+      "ok",
+    );
+    // More than were sent is impossible: proving it without input keys means trying every
+    // subset; with them, 25 orders.
+    const tooMany = [...ops, read("a".repeat(25))];
+    expect(checkOperations(unpruned, tooMany, { maxSteps: 100_000 })).toBe("unknown");
+    expect(checkOperations(kvModel, tooMany, { maxSteps: 100_000 })).toBe("illegal");
+    // A request called after the read cannot count towards it.
+    const late = ops.map((o, i) => (i >= 20 ? { ...o, call: 60 + i } : o));
+    expect(checkOperations(kvModel, [...late, read("a".repeat(21))], { maxSteps: 100_000 })).toBe(
+      "illegal",
+    );
+    expect(checkOperations(kvModel, [...late, read("a".repeat(20))], { maxSteps: 100_000 })).toBe(
+      "ok",
+    );
   });
 });

@@ -68,6 +68,12 @@ interface CacheItem<S> {
  * pair is explored at most once. Pending operations (no return) may be linearized any time
  * after their call or left out (they never took effect).
  *
+ * When the model gives {@link Model.inputKey}, pending operations with equal keys are
+ * linearized in call order only. That is sound and complete: in any linearization that
+ * uses k of them, the k called first can stand in at the same points, each called by the
+ * time its point comes. It turns the 2^n subsets of n identical timed-out requests into n+1
+ * choices.
+ *
  * @example
  * ```ts
  * const verdict = checkOperations(kvModel, parseEdnHistory(text), { maxSteps: 1e6 });
@@ -190,6 +196,7 @@ function createPartitionSearch<S, I, O>(
 
   const equal = model.equal ?? Object.is;
   const hashState = model.hash;
+  const before = pendingPredecessors(model, ops);
   const words = Math.max(1, Math.ceil(n / 32));
   const bits = new Uint32Array(words);
   const cache = new Map<number, CacheItem<S>[]>();
@@ -252,8 +259,14 @@ function createPartitionSearch<S, I, O>(
       if (entry === null) throw new Error("unreachable: a completed return is always listed");
       if (entry.isCall) {
         if (steps >= limit) return;
-        steps++;
         const op = ops[entry.id] as Operation<I, O>;
+        const prior = before[entry.id] as number;
+        if (prior >= 0 && ((bits[prior >>> 5] as number) & (1 << (prior & 31))) === 0) {
+          // An identical pending request issued earlier is still unlinearized: take it first.
+          entry = entry.next;
+          continue;
+        }
+        steps++;
         const [legal, next] = model.step(state, op.input, op.output);
         if (legal) {
           const word = entry.id >>> 5;
@@ -298,4 +311,32 @@ function createPartitionSearch<S, I, O>(
     run,
     linearization: () => (status === "ok" ? stack.map((f) => f.node.id) : longest.slice()),
   };
+}
+
+/**
+ * For each operation, the index of the pending operation with the same
+ * {@link Model.inputKey} called just before it when it is pending itself, else -1.
+ */
+function pendingPredecessors<S, I, O>(
+  model: Model<S, I, O>,
+  ops: readonly Operation<I, O>[],
+): Int32Array {
+  const before = new Int32Array(ops.length).fill(-1);
+  const inputKey = model.inputKey;
+  if (inputKey === undefined) return before;
+  const pending: number[] = [];
+  ops.forEach((op, id) => {
+    if (op.output === undefined) pending.push(id);
+  });
+  pending.sort(
+    (a, b) => (ops[a] as Operation<I, O>).call - (ops[b] as Operation<I, O>).call || a - b,
+  );
+  const last = new Map<string, number>();
+  for (const id of pending) {
+    const key = inputKey.call(model, (ops[id] as Operation<I, O>).input);
+    const prior = last.get(key);
+    if (prior !== undefined) before[id] = prior;
+    last.set(key, id);
+  }
+  return before;
 }

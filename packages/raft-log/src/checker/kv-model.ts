@@ -47,6 +47,8 @@ export const kvModel: Model<string, KvInput, KvOutput> = {
     return [...byKey.values()].map(pruneUnobserved);
   },
   equal: (a, b) => a === b,
+  inputKey: (input) =>
+    input.op === "get" ? `get ${input.key}` : `${input.op} ${input.key} ${input.value}`,
   hash(state) {
     let h = 0x811c9dc5;
     for (let i = 0; i < state.length; i++) h = Math.imul(h ^ state.charCodeAt(i), 0x01000193);

@@ -48,6 +48,15 @@ export interface Model<S, I, O> {
    * Default: a constant, which is correct but slower for models with many states.
    */
   hash?(state: S): number;
+  /**
+   * A string that is equal for two inputs only when they are the same request: the same
+   * effect on every state. Optional; when given, the checker takes *pending* operations
+   * with equal keys in call order only (which one of two identical, unanswered requests took
+   * effect cannot matter, and the earlier one was available whenever the later one was),
+   * which removes most of the search that many timeouts cause. Returning a key for inputs
+   * that differ makes the checker unsound.
+   */
+  inputKey?(input: I): string;
   /** Renders an input/output pair for diagnostics. Default: `JSON.stringify`. */
   describe?(input: I, output: O | undefined): string;
 }
