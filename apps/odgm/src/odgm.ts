@@ -250,6 +250,9 @@ export async function startOdgm(
       onCollection: async (spec) => {
         await late?.addCollection(spec);
       },
+      onReplicaRemoved: async (cls, partition) => {
+        await late?.removeShard(cls, partition);
+      },
       hooks: clusterMetricHooks(metrics),
       ...(tlsFiles?.ca === undefined ? {} : { peerTls: { ...tlsFiles, ca: tlsFiles.ca } }),
     });
@@ -348,7 +351,7 @@ export async function startOdgm(
     });
     const plane = createPartitionRouter({
       local: localPlane,
-      replicasElsewhere: (ref) => clusterNode.replicasElsewhere(ref),
+      replicasElsewhere: (ref, forwarded) => clusterNode.replicasElsewhere(ref, forwarded),
       remote: (id) => clusterNode.dataPlaneOf(id),
       onForwarded: () => metrics.raftForwarded.inc({ kind: "request" }),
     });

@@ -1,5 +1,7 @@
 // Membership changes at run time, under load: a fourth node joins as a learner of every
 // group, is promoted, and an original node is removed — with no acknowledged write lost.
+// The removed node closes its replicas and answers for their partitions through the
+// remaining voters, after a restart too, and takes a replica again when added back.
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService, DataService } from "@oprc/grpc-api";
@@ -8,7 +10,13 @@ import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import { clusterView, createRaftCollection, waitFor } from "./fixtures/cluster-probe.js";
 
 const enc = new TextEncoder();
+const dec = new TextDecoder();
 let cluster: TestCluster;
+const data = (id: number) =>
+  createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
+/** The data groups (not the metadata group) node `id` reports, or undefined if it does not answer. */
+const dataGroups = async (id: number) =>
+  (await clusterView(cluster.url(id)))?.groups.filter((g) => g.group !== "meta");
 
 beforeAll(async () => {
   cluster = await startCluster({ ids: [1, 2, 3, 4], startNow: [1, 2, 3], bootstrap: [1, 2, 3] });
@@ -92,6 +100,18 @@ describe("membership changes under load", () => {
       for (const g of view?.groups ?? []) {
         expect(g.voters, g.group).toEqual([2, 3, 4]);
       }
+      // Node 1 closes its replicas of the data groups, and still answers for them.
+      const closed = await waitFor(async () => (await dataGroups(1))?.length === 0, 10_000);
+      expect(closed, cluster.output(1).slice(-3000)).toBeGreaterThanOrEqual(0);
+      const last = acked
+        .filter((a) => a.startsWith("0 "))
+        .at(-1)
+        ?.split(" ")[1] as string;
+      const read = await data(1).getValue(
+        { clsId: "kv", partitionId: 0, objectIdStr: "o0", keyStr: last },
+        { timeoutMs: 5000 },
+      );
+      expect(dec.decode(read.value?.data)).toBe(last);
       await cluster.stop(1);
       const before = acked.length;
       await waitFor(async () => acked.length > before + 50, 30_000);
@@ -127,5 +147,43 @@ describe("membership changes under load", () => {
       }
     }
     expect(acked.length).toBeGreaterThan(100);
+  });
+
+  it("keeps a removed node out of the groups after a restart, until it is added again", {
+    timeout: 120_000,
+  }, async () => {
+    await cluster.start(1);
+    await waitFor(async () => (await dataGroups(1)) !== undefined, 30_000);
+    expect(await dataGroups(1)).toEqual([]);
+    // Answered through the voters: a write on node 2 is read back through node 1.
+    await data(2).setValue(
+      {
+        clsId: "kv",
+        partitionId: 0,
+        objectIdStr: "back",
+        keyStr: "k",
+        value: { data: enc.encode("v1") },
+      },
+      { timeoutMs: 5000 },
+    );
+    const read = await data(1).getValue(
+      { clsId: "kv", partitionId: 0, objectIdStr: "back", keyStr: "k" },
+      { timeoutMs: 5000 },
+    );
+    expect(dec.decode(read.value?.data)).toBe("v1");
+    // Added back as a learner of one group, it opens its replica again and catches up.
+    await post(2, "/api/cluster/membership", { group: "kv/0", change: "add_learner", nodeId: 1 });
+    const target = (await dataGroups(2))?.find((g) => g.group === "kv/0")?.appliedIndex ?? 0;
+    const rejoined = await waitFor(async () => {
+      const g = (await dataGroups(1))?.find((x) => x.group === "kv/0");
+      return g !== undefined && g.appliedIndex >= target && g.learners.includes(1);
+    }, 60_000);
+    expect(rejoined, cluster.output(1).slice(-3000)).toBeGreaterThanOrEqual(0);
+    expect((await dataGroups(1))?.map((g) => g.group)).toEqual(["kv/0"]);
+    const local = await data(1).getValue(
+      { clsId: "kv", partitionId: 0, objectIdStr: "back", keyStr: "k" },
+      { timeoutMs: 5000, headers: { "odgm-read-consistency": "follower" } },
+    );
+    expect(dec.decode(local.value?.data)).toBe("v1");
   });
 });

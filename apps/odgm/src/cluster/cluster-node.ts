@@ -14,7 +14,7 @@ import {
   type ServiceImpl,
 } from "@connectrpc/connect";
 import { createGrpcTransport, type Http2SessionManager } from "@connectrpc/connect-node";
-import type { EntryStore, KvShard, MutationResult, StoreOp } from "@oprc/entry-store";
+import type { EntryStore, KvShard, KvWriteOp, MutationResult, StoreOp } from "@oprc/entry-store";
 import { isStoreError } from "@oprc/entry-store";
 import {
   type ChangeMembershipRequest,
@@ -95,6 +95,8 @@ export interface ClusterNodeOptions {
   readonly logger: Logger;
   /** Opens the local shards of a collection the metadata group just applied. */
   readonly onCollection: (spec: CreateCollectionRequest) => Promise<void>;
+  /** Closes the local shard of a partition whose Raft group removed this node. */
+  readonly onReplicaRemoved?: (cls: string, partition: number) => Promise<void>;
   /** Observers for metrics. */
   readonly hooks?: ClusterHooks;
   /** Mutual TLS towards the other members (their URLs are `https://`). */
@@ -117,8 +119,16 @@ export interface ClusterStatus {
 }
 
 const HOSTED_PREFIX = "raft-group/";
+/**
+ * For this long after a node retires its replica of a group, messages for the group are
+ * taken to be ones its leader sent before applying the removal, and ignored; after it,
+ * they mean the node was added again.
+ */
+const REJOIN_AFTER_MS = 10_000;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
+/** Node-shard key of the groups this node was removed from: JSON `{group: [voters]}`. */
+const RETIRED_KEY = enc.encode("raft-retired");
 
 /** A Raft log database shared by the groups of this node, or per-group memory stores. */
 interface LogStorage {
@@ -176,6 +186,19 @@ export class ClusterNode {
   private readonly startCommit = new Map<string, number>();
   /** Groups this node was added to at run time (opened on their leader's first message). */
   private readonly adopted = new Set<string>();
+  /** Data groups whose configuration has included this node since they were opened here. */
+  private readonly member = new Set<string>();
+  /**
+   * Data groups this node was removed from: the voters that removed it (where requests for
+   * the partition go now), and when (0: before this process started).
+   */
+  private readonly retired = new Map<string, { voters: number[]; at: number }>();
+  /**
+   * Data groups that removed this node while it led them, with their new voters: the core
+   * keeps leading until the new voters know the whole log is committed, then hands over;
+   * the replica retires once it no longer leads (checked every tick).
+   */
+  private readonly leaving = new Map<string, readonly number[]>();
   /**
    * One HTTP/2 session per peer URL for calls this node makes of its own accord: forwarded
    * proposals (RaftService) and requests for partitions held elsewhere (DataService).
@@ -219,6 +242,11 @@ export class ClusterNode {
     const logs = await openLogStorage(o.storage, o.dataDir);
     const node = new ClusterNode(o, logs);
     try {
+      const retired = await o.nodeShard.get("system", RETIRED_KEY);
+      if (retired !== undefined) {
+        const groups = JSON.parse(dec.decode(retired)) as Record<string, number[]>;
+        for (const [g, voters] of Object.entries(groups)) node.retired.set(g, { voters, at: 0 });
+      }
       const sm = await openMetaStateMachine({
         shard: o.nodeShard,
         registry: o.registry,
@@ -321,12 +349,17 @@ export class ClusterNode {
   /**
    * The nodes holding a replica of a raft partition this node holds none of, or `undefined`
    * when this node serves the partition (it hosts it, or the collection is not a raft one).
+   * A call forwarded here by a node that placed the partition here is sent on only when this
+   * node was removed from the partition's group (to the voters that removed it).
    */
-  replicasElsewhere(ref: PartitionRef): number[] | undefined {
+  replicasElsewhere(ref: PartitionRef, forwarded = false): number[] | undefined {
     const spec = this.o.registry.get(ref.cls);
     if (spec?.shardType !== "raft" || ref.partition >= spec.partitionCount) return undefined;
-    if (this.groups.has(groupIdOf(ref.cls, ref.partition))) return undefined;
-    return (replicasOf(spec)[ref.partition] ?? []).filter((id) => id !== this.nodeId);
+    const id = groupIdOf(ref.cls, ref.partition);
+    if (this.groups.has(id)) return undefined;
+    const moved = this.retired.get(id)?.voters;
+    if (forwarded && moved === undefined) return undefined;
+    return (moved ?? replicasOf(spec)[ref.partition] ?? []).filter((n) => n !== this.nodeId);
   }
 
   /** The DataService of another member as a data plane (`undefined`: address unknown). */
@@ -396,6 +429,7 @@ export class ClusterNode {
     const bootstrap =
       this.o.config.state === "new" && replicas.includes(this.nodeId) ? replicas : undefined;
     const group = await this.openGroup(id, sm, bootstrap);
+    const rejoined = this.retired.delete(id);
     await this.o.nodeShard.write(
       [
         {
@@ -404,6 +438,7 @@ export class ClusterNode {
           key: enc.encode(`${HOSTED_PREFIX}${id}`),
           value: new Uint8Array(0),
         },
+        ...(rejoined ? [this.retiredRecord()] : []),
       ],
       { sync: true },
     );
@@ -434,6 +469,7 @@ export class ClusterNode {
   async hosts(spec: CreateCollectionRequest, partition: number): Promise<boolean> {
     const id = groupIdOf(spec.name, partition);
     if (this.groups.has(id) || this.adopted.has(id)) return true;
+    if (this.retired.has(id)) return false;
     if ((replicasOf(spec)[partition] ?? []).includes(this.nodeId)) return true;
     return (
       (await this.o.nodeShard.get("system", enc.encode(`${HOSTED_PREFIX}${id}`))) !== undefined
@@ -449,6 +485,9 @@ export class ClusterNode {
     const slash = group.lastIndexOf("/");
     const spec = slash < 0 ? undefined : this.o.registry.get(group.slice(0, slash));
     if (spec?.shardType !== "raft") return;
+    const retired = this.retired.get(group);
+    // Sent before the leader applied this node's removal: not an invitation to rejoin.
+    if (retired !== undefined && Date.now() - retired.at < REJOIN_AFTER_MS) return;
     this.adopted.add(group);
     this.o.logger.info({ group }, "joining a raft group as a new replica");
     this.o.onCollection(spec).catch((err: unknown) => {
@@ -493,6 +532,7 @@ export class ClusterNode {
       snapshotDir: this.logs.snapshotDir,
       installDir: this.logs.installDir,
       onSoftState: (_role, leader) => this.o.hooks?.onLeaderChange?.(id, leader),
+      onConfState: (conf) => this.confChanged(id, conf),
       onError: (err, what) => this.o.logger.error({ err, group: id, what }, "raft group error"),
       onInstallResumed: (index) =>
         this.o.logger.info(
@@ -502,11 +542,76 @@ export class ClusterNode {
     });
     this.startCommit.set(id, storage.initialState().hardState.commit);
     this.groups.set(id, group as RaftGroup<unknown>);
+    if (includes(group.status().confState, this.nodeId)) this.member.add(id);
     return group;
+  }
+
+  /**
+   * A group applied a configuration. One that no longer includes this node, of a data group
+   * whose configuration did include it here, means the node was removed: it retires its
+   * replica. (Only a change seen here counts: a new replica installs a snapshot from
+   * before it was added, which does not include it either.)
+   */
+  private confChanged(id: string, conf: ConfState): void {
+    if (id === META_GROUP) return;
+    this.leaving.delete(id);
+    if (includes(conf, this.nodeId)) this.member.add(id);
+    else if (this.member.has(id)) {
+      if (this.groups.get(id)?.isLeader === true) this.leaving.set(id, conf.voters);
+      else void this.retire(id, conf.voters);
+    }
+  }
+
+  /**
+   * Stops serving a group this node was removed from: records the removal (so a restart does
+   * not open it again), closes the group and the partition's local shard. Requests for the
+   * partition go to `voters` from then on. Its data stays on disk.
+   */
+  private async retire(id: string, voters: readonly number[]): Promise<void> {
+    const group = this.groups.get(id);
+    if (group === undefined || this.closed) return;
+    this.groups.delete(id);
+    this.startCommit.delete(id);
+    this.member.delete(id);
+    this.leaving.delete(id);
+    this.adopted.delete(id);
+    this.retired.set(id, { voters: [...voters], at: Date.now() });
+    const slash = id.lastIndexOf("/");
+    try {
+      await this.o.nodeShard.write(
+        [
+          this.retiredRecord(),
+          { type: "del", keyspace: "system", key: enc.encode(`${HOSTED_PREFIX}${id}`) },
+        ],
+        { sync: true },
+      );
+      await group.close();
+      await this.o.onReplicaRemoved?.(id.slice(0, slash), Number(id.slice(slash + 1)));
+      this.o.logger.info(
+        { group: id, voters },
+        "removed from a raft group: its replica here is closed, requests go to its voters",
+      );
+    } catch (err) {
+      this.o.logger.error({ err, group: id }, "could not retire the replica of a raft group");
+    }
+  }
+
+  /** The node-shard write recording {@link ClusterNode.retired}. */
+  private retiredRecord(): KvWriteOp {
+    const groups = Object.fromEntries([...this.retired].map(([g, r]) => [g, r.voters]));
+    return {
+      type: "put",
+      keyspace: "system",
+      key: RETIRED_KEY,
+      value: enc.encode(JSON.stringify(groups)),
+    };
   }
 
   private tick(): void {
     for (const g of this.groups.values()) g.tick();
+    for (const [id, voters] of this.leaving) {
+      if (this.groups.get(id)?.isLeader !== true) void this.retire(id, voters);
+    }
   }
 
   /** True when every group here has a leader and has applied what was committed at start. */
@@ -972,4 +1077,14 @@ function mutationFromJson(json: unknown): MutationResult {
     // Events leave from the leader, which has the config.
     eventConfig: undefined,
   };
+}
+
+/** Whether `conf` includes `node` in any role (voter, learner, outgoing or incoming). */
+function includes(conf: ConfState, node: number): boolean {
+  return (
+    conf.voters.includes(node) ||
+    conf.learners.includes(node) ||
+    conf.votersOutgoing.includes(node) ||
+    conf.learnersNext.includes(node)
+  );
 }

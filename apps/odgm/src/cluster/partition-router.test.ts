@@ -9,7 +9,7 @@ import {
   type RemoteDataPlane,
 } from "@oprc/grpc-api";
 import { describe, expect, it } from "vitest";
-import { createPartitionRouter } from "./partition-router.js";
+import { createPartitionRouter, FORWARDED_HEADER } from "./partition-router.js";
 
 // How a call forwarded to another node's replica fails: the remote's own answers pass
 // through; a connection that broke after the call went out is UNAVAILABLE "may have been
@@ -106,5 +106,34 @@ describe("createPartitionRouter", () => {
     expect(one.tried).toEqual([1, 2]);
     const both = routerWith({ 1: REFUSED, 2: REFUSED });
     expect(await outcome(both.router.setEntry(ref, entry, call()))).toBe("unavailable");
+  });
+
+  it("serves a forwarded call here unless this node knows where the partition went", async () => {
+    const forwarded = (): DataPlaneCall => ({
+      signal: new AbortController().signal,
+      headers: new Headers({ [FORWARDED_HEADER]: "5" }),
+    });
+    const route = (moved: readonly number[] | undefined) => {
+      const tried: string[] = [];
+      const plane = (name: string) =>
+        ({
+          setEntry: async () => {
+            tried.push(name);
+          },
+        }) as unknown as RemoteDataPlane;
+      const router = createPartitionRouter({
+        local: plane("local") as unknown as DataPlane,
+        replicasElsewhere: (_ref, isForwarded) => (isForwarded ? moved : [1, 2]),
+        remote: (id) => plane(`node ${id}`),
+      });
+      return { router, tried };
+    };
+    const stays = route(undefined);
+    await stays.router.setEntry(ref, entry, forwarded());
+    await stays.router.setEntry(ref, entry, call());
+    expect(stays.tried).toEqual(["local", "node 1"]);
+    const goes = route([3]);
+    await goes.router.setEntry(ref, entry, forwarded());
+    expect(goes.tried).toEqual(["node 3"]);
   });
 });

@@ -17,9 +17,14 @@ export interface PartitionRouterOptions {
   readonly local: DataPlane;
   /**
    * The nodes holding a replica of `ref`'s partition when this node holds none, in the
-   * order to try them; `undefined` when this node serves the partition itself.
+   * order to try them; `undefined` when this node serves the partition itself. For a call
+   * another node forwarded here (`forwarded`), `undefined` unless this node knows where the
+   * partition went (it was removed from its group, which the sender may not know yet).
    */
-  readonly replicasElsewhere: (ref: PartitionRef) => readonly number[] | undefined;
+  readonly replicasElsewhere: (
+    ref: PartitionRef,
+    forwarded: boolean,
+  ) => readonly number[] | undefined;
   /** The data plane of another node, `undefined` when its address is unknown. */
   readonly remote: (nodeId: number) => RemoteDataPlane | undefined;
   /** Told of every forwarded call. */
@@ -53,8 +58,7 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
 
   /** The replicas to try for `ref`, or `undefined` to serve it here. */
   const targets = (ref: PartitionRef, call: DataPlaneCall): RemoteDataPlane[] | undefined => {
-    if (call.headers.has(FORWARDED_HEADER)) return undefined;
-    const nodes = o.replicasElsewhere(ref);
+    const nodes = o.replicasElsewhere(ref, call.headers.has(FORWARDED_HEADER));
     if (nodes === undefined) return undefined;
     const planes = nodes.map((id) => o.remote(id)).filter((p) => p !== undefined);
     return planes.length === 0 ? undefined : planes;

@@ -108,6 +108,11 @@ export interface ShardManager {
   all(): readonly Shard[];
   /** Opens the shards of a collection this node holds and has not opened yet (idempotent). */
   addCollection(spec: CreateCollectionRequest): Promise<void>;
+  /**
+   * Closes and forgets the shard of `(cls, partition)` (a raft replica this node was removed
+   * from); its data stays on disk. A later {@link ShardManager.addCollection} opens it again.
+   */
+  removeShard(cls: string, partition: number): Promise<void>;
   /** Drains (or, once `signal` aborts, discards) event queues and closes the stores. */
   close(signal?: AbortSignal): Promise<ShutdownReport[]>;
 }
@@ -335,6 +340,18 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
           shards.set(`${spec.name}/${partition}`, shard);
         }
         if (failure !== undefined) throw failure.err;
+      }),
+    removeShard: (cls, partition) =>
+      serialized(cls, async () => {
+        const list = collections.get(cls);
+        const shard = list?.[partition];
+        if (list === undefined || shard === undefined) return;
+        list[partition] = undefined;
+        shards.delete(`${cls}/${partition}`);
+        order.splice(order.indexOf(shard), 1);
+        await shard.delivery?.close();
+        await shard.events?.close({});
+        await shard.store.close();
       }),
     async close(signal) {
       const reports: ShutdownReport[] = [];
