@@ -127,7 +127,7 @@ const HOSTED_PREFIX = "raft-group/";
 const REJOIN_AFTER_MS = 10_000;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-/** Node-shard key of the groups this node was removed from: JSON `{group: [voters]}`. */
+/** Node-shard key of the groups this node was removed from: JSON `{group: {voters, index}}`. */
 const RETIRED_KEY = enc.encode("raft-retired");
 
 /** A Raft log database shared by the groups of this node, or per-group memory stores. */
@@ -190,9 +190,15 @@ export class ClusterNode {
   private readonly member = new Set<string>();
   /**
    * Data groups this node was removed from: the voters that removed it (where requests for
-   * the partition go now), and when (0: before this process started).
+   * the partition go now), the group's applied index then, and when (0: before this
+   * process started).
    */
-  private readonly retired = new Map<string, { voters: number[]; at: number }>();
+  private readonly retired = new Map<string, { voters: number[]; index: number; at: number }>();
+  /**
+   * Data groups this node rejoined, with the applied index at which it had been removed: the
+   * configurations its own log replays up to there are history, not news of membership.
+   */
+  private readonly replayedUntil = new Map<string, number>();
   /**
    * Data groups that removed this node while it led them, with their new voters: the core
    * keeps leading until the new voters know the whole log is committed, then hands over;
@@ -244,8 +250,11 @@ export class ClusterNode {
     try {
       const retired = await o.nodeShard.get("system", RETIRED_KEY);
       if (retired !== undefined) {
-        const groups = JSON.parse(dec.decode(retired)) as Record<string, number[]>;
-        for (const [g, voters] of Object.entries(groups)) node.retired.set(g, { voters, at: 0 });
+        const groups = JSON.parse(dec.decode(retired)) as Record<
+          string,
+          { voters: number[]; index: number }
+        >;
+        for (const [g, r] of Object.entries(groups)) node.retired.set(g, { ...r, at: 0 });
       }
       const sm = await openMetaStateMachine({
         shard: o.nodeShard,
@@ -428,6 +437,8 @@ export class ClusterNode {
     const replicas = replicasOf(spec)[partition] ?? [];
     const bootstrap =
       this.o.config.state === "new" && replicas.includes(this.nodeId) ? replicas : undefined;
+    const rejoining = this.retired.get(id);
+    if (rejoining !== undefined) this.replayedUntil.set(id, rejoining.index);
     const group = await this.openGroup(id, sm, bootstrap);
     const rejoined = this.retired.delete(id);
     await this.o.nodeShard.write(
@@ -542,7 +553,9 @@ export class ClusterNode {
     });
     this.startCommit.set(id, storage.initialState().hardState.commit);
     this.groups.set(id, group as RaftGroup<unknown>);
-    if (includes(group.status().confState, this.nodeId)) this.member.add(id);
+    if (!this.replayedUntil.has(id) && includes(group.status().confState, this.nodeId)) {
+      this.member.add(id);
+    }
     return group;
   }
 
@@ -554,6 +567,11 @@ export class ClusterNode {
    */
   private confChanged(id: string, conf: ConfState): void {
     if (id === META_GROUP) return;
+    const replayed = this.replayedUntil.get(id);
+    if (replayed !== undefined) {
+      if ((this.groups.get(id)?.status().applied ?? 0) <= replayed) return;
+      this.replayedUntil.delete(id);
+    }
     this.leaving.delete(id);
     if (includes(conf, this.nodeId)) this.member.add(id);
     else if (this.member.has(id)) {
@@ -574,8 +592,9 @@ export class ClusterNode {
     this.startCommit.delete(id);
     this.member.delete(id);
     this.leaving.delete(id);
+    this.replayedUntil.delete(id);
     this.adopted.delete(id);
-    this.retired.set(id, { voters: [...voters], at: Date.now() });
+    this.retired.set(id, { voters: [...voters], index: group.status().applied, at: Date.now() });
     const slash = id.lastIndexOf("/");
     try {
       await this.o.nodeShard.write(
@@ -598,7 +617,9 @@ export class ClusterNode {
 
   /** The node-shard write recording {@link ClusterNode.retired}. */
   private retiredRecord(): KvWriteOp {
-    const groups = Object.fromEntries([...this.retired].map(([g, r]) => [g, r.voters]));
+    const groups = Object.fromEntries(
+      [...this.retired].map(([g, r]) => [g, { voters: r.voters, index: r.index }]),
+    );
     return {
       type: "put",
       keyspace: "system",
