@@ -553,7 +553,11 @@ export class ClusterNode {
     });
     this.startCommit.set(id, storage.initialState().hardState.commit);
     this.groups.set(id, group as RaftGroup<unknown>);
-    if (!this.replayedUntil.has(id) && includes(group.status().confState, this.nodeId)) {
+    if (
+      id !== META_GROUP &&
+      !this.replayedUntil.has(id) &&
+      includes(group.status().confState, this.nodeId)
+    ) {
       this.member.add(id);
     }
     return group;
