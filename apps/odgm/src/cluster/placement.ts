@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { clone, create } from "@bufbuild/protobuf";
 import {
   type CreateCollectionRequest,
   CreateCollectionRequestSchema,
@@ -39,7 +39,9 @@ export function placeCollection(
       `collection ${spec.name}: replica_count ${n} exceeds the ${ids.length} member(s) of the cluster`,
     );
   }
-  const out = create(CreateCollectionRequestSchema, spec);
+  // A copy: `create` would return `spec` itself, and clearing its assignments here would
+  // lose the given ones read below.
+  const out = clone(CreateCollectionRequestSchema, spec);
   out.shardAssignments = [];
   for (let p = 0; p < spec.partitionCount; p++) {
     const given = spec.shardAssignments[p];

@@ -1,4 +1,4 @@
-import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { clone, create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { KvShard } from "@oprc/entry-store";
 import {
   COLLECTION_NAME_RULE,
@@ -80,7 +80,8 @@ export function normalizeCollectionSpec(spec: CreateCollectionRequest): CreateCo
       `collection ${spec.name}: replica_count ${replicas} needs shard_type "raft" (a basic shard has one replica)`,
     );
   }
-  const normalized = create(CreateCollectionRequestSchema, spec);
+  // A copy (`create` would return `spec` itself): the caller's request stays as it was.
+  const normalized = clone(CreateCollectionRequestSchema, spec);
   normalized.partitionCount = partitions;
   normalized.replicaCount = replicas;
   normalized.shardType = raft ? "raft" : "basic";

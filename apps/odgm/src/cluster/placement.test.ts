@@ -1,0 +1,97 @@
+// Placement of raft collections: given shard_assignments are kept as given, missing ones are
+// filled deterministically with distinct members, and the caller's request is not changed.
+import { create, equals } from "@bufbuild/protobuf";
+import { CreateCollectionRequestSchema } from "@oprc/grpc-api";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { placeCollection, replicasOf } from "./placement.js";
+
+/** A cluster's member ids, a replica count it can hold, and a partition count. */
+const cluster = fc
+  .uniqueArray(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 9 })
+  .chain((members) =>
+    fc.record({
+      members: fc.constant(members),
+      replicaCount: fc.integer({ min: 1, max: members.length }),
+      partitionCount: fc.integer({ min: 1, max: 6 }),
+    }),
+  );
+
+describe("placeCollection", () => {
+  it("keeps the shard_assignments it is given, and leaves the request as it was", () => {
+    fc.assert(
+      fc.property(
+        cluster.chain((c) =>
+          fc.record({
+            c: fc.constant(c),
+            // Per partition: a given replica list (a shuffled subset of the members) or none.
+            given: fc.array(
+              fc.option(
+                fc
+                  .shuffledSubarray(c.members, {
+                    minLength: c.replicaCount,
+                    maxLength: c.replicaCount,
+                  })
+                  .map((r) => r.map(BigInt)),
+              ),
+              { minLength: c.partitionCount, maxLength: c.partitionCount },
+            ),
+          }),
+        ),
+        ({ c, given }) => {
+          const spec = create(CreateCollectionRequestSchema, {
+            name: "c",
+            shardType: "raft",
+            partitionCount: c.partitionCount,
+            replicaCount: c.replicaCount,
+            shardAssignments: given.map((r) =>
+              r === null ? {} : { primary: r[0] as bigint, replica: r.slice(1) },
+            ),
+          });
+          const copy = structuredClone(spec);
+          const placed = replicasOf(placeCollection(spec, c.members));
+          expect(equals(CreateCollectionRequestSchema, spec, copy)).toBe(true);
+          expect(placed).toHaveLength(c.partitionCount);
+          for (const [p, replicas] of placed.entries()) {
+            const g = given[p];
+            if (g !== null && g !== undefined) expect(replicas).toEqual(g.map(Number));
+            expect(new Set(replicas).size).toBe(c.replicaCount);
+            for (const r of replicas) expect(c.members).toContain(r);
+          }
+        },
+      ),
+    );
+  });
+
+  it("places the same collection the same way on every node", () => {
+    fc.assert(
+      fc.property(cluster, fc.boolean(), (c, reversed) => {
+        const spec = () =>
+          create(CreateCollectionRequestSchema, {
+            name: "orders",
+            shardType: "raft",
+            partitionCount: c.partitionCount,
+            replicaCount: c.replicaCount,
+          });
+        const order = reversed ? [...c.members].reverse() : c.members;
+        expect(replicasOf(placeCollection(spec(), order))).toEqual(
+          replicasOf(placeCollection(spec(), c.members)),
+        );
+      }),
+    );
+  });
+
+  it("refuses an assignment naming a node that is not a member, or too few nodes", () => {
+    const spec = (replica: bigint[]) =>
+      create(CreateCollectionRequestSchema, {
+        name: "c",
+        shardType: "raft",
+        partitionCount: 1,
+        replicaCount: 2,
+        shardAssignments: [{ primary: 1n, replica }],
+      });
+    expect(() => placeCollection(spec([9n]), [1, 2, 3])).toThrow(/node 9 is not a member/);
+    expect(() => placeCollection(spec([]), [1, 2, 3])).toThrow(/must name 2 distinct nodes/);
+    expect(replicasOf(placeCollection(spec([3n]), [1, 2, 3]))).toEqual([[1, 3]]);
+  });
+});
