@@ -351,7 +351,7 @@ export async function startOdgm(
     });
     const plane = createPartitionRouter({
       local: localPlane,
-      replicasElsewhere: (ref, forwarded) => clusterNode.replicasElsewhere(ref, forwarded),
+      replicasElsewhere: (ref, forwardedBy) => clusterNode.replicasElsewhere(ref, forwardedBy),
       remote: (id) => clusterNode.dataPlaneOf(id),
       onForwarded: () => metrics.raftForwarded.inc({ kind: "request" }),
     });

@@ -1,6 +1,7 @@
 // Moving a replica of a partition to another node, as the README describes (add the new
 // one, remove the old): every node keeps answering for the partition, including one that
-// holds no replica of it and still routes by the collection's original placement.
+// holds no replica of it and routes by the replica set the metadata group records; and a
+// node removed from a group while it was down does not serve a stale replica when it is back.
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService, DataService } from "@oprc/grpc-api";
@@ -29,45 +30,57 @@ afterAll(async () => {
 
 const data = (id: number) =>
   createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
-const membership = async (id: number, change: string, nodeId: number): Promise<void> => {
+const membership = async (
+  id: number,
+  change: string,
+  nodeId: number,
+  groupId = "moved/0",
+): Promise<void> => {
   const res = await fetch(`${cluster.url(id)}/api/cluster/membership`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ group: "moved/0", change, nodeId }),
+    body: JSON.stringify({ group: groupId, change, nodeId }),
   });
   if (!res.ok) throw new Error(`${change} ${nodeId}: ${res.status} ${await res.text()}`);
 };
-const group = async (id: number) =>
-  (await clusterView(cluster.url(id)))?.groups.find((g) => g.group === "moved/0");
+const group = async (id: number, groupId = "moved/0") =>
+  (await clusterView(cluster.url(id)))?.groups.find((g) => g.group === groupId);
+/** The replica set of `groupId` that node `id` knows from the metadata group. */
+const recorded = async (id: number, groupId: string) => {
+  const res = await fetch(`${cluster.url(id)}/api/cluster`).catch(() => undefined);
+  if (res?.ok !== true) return undefined;
+  const body = (await res.json()) as { replicas: { group: string; voters: number[] }[] };
+  return body.replicas.find((r) => r.group === groupId);
+};
+const put = (via: number, value: string, cls = "moved") =>
+  data(via).setValue(
+    { clsId: cls, objectIdStr: "o", keyStr: "k", value: { data: enc.encode(value) } },
+    { timeoutMs: 5000 },
+  );
+const get = async (via: number, cls = "moved") =>
+  dec.decode(
+    (await data(via).getValue({ clsId: cls, objectIdStr: "o", keyStr: "k" }, { timeoutMs: 5000 }))
+      .value?.data,
+  );
+/** Adds `nodeId` to `groupId` through node `via` and promotes it once it has caught up. */
+const addVoter = async (via: number, nodeId: number, groupId: string) => {
+  await membership(via, "add_learner", nodeId, groupId);
+  const leaderApplied = (await group(via, groupId))?.appliedIndex ?? 0;
+  const caughtUp = await waitFor(
+    async () => ((await group(nodeId, groupId))?.appliedIndex ?? 0) >= leaderApplied,
+    30_000,
+  );
+  expect(caughtUp, cluster.output(nodeId).slice(-3000)).toBeGreaterThanOrEqual(0);
+  await membership(via, "promote", nodeId, groupId);
+};
 
 describe("moving a replica", () => {
   it("keeps every node answering for the partition, by its original placement too", {
     timeout: 120_000,
   }, async () => {
-    const put = (via: number, value: string) =>
-      data(via).setValue(
-        { clsId: "moved", objectIdStr: "o", keyStr: "k", value: { data: enc.encode(value) } },
-        { timeoutMs: 5000 },
-      );
-    const get = async (via: number) =>
-      dec.decode(
-        (
-          await data(via).getValue(
-            { clsId: "moved", objectIdStr: "o", keyStr: "k" },
-            { timeoutMs: 5000 },
-          )
-        ).value?.data,
-      );
     await put(4, "before");
     // Move the replica of node 1 to node 3.
-    await membership(2, "add_learner", 3);
-    const leaderApplied = (await group(2))?.appliedIndex ?? 0;
-    const caughtUp = await waitFor(
-      async () => ((await group(3))?.appliedIndex ?? 0) >= leaderApplied,
-      30_000,
-    );
-    expect(caughtUp, cluster.output(3).slice(-3000)).toBeGreaterThanOrEqual(0);
-    await membership(2, "promote", 3);
+    await addVoter(2, 3, "moved/0");
     // Node 1 leads when it is removed: it keeps leading until the new voters know the whole
     // log is committed, hands over, and only then closes its replica.
     await membership(2, "transfer_leader", 1);
@@ -82,12 +95,80 @@ describe("moving a replica", () => {
       10_000,
     );
     expect(newLeader).toBeGreaterThanOrEqual(0);
-    // Node 4 routes by the placement [1, 2]: node 1 sends the call on to the voters.
+    // Node 4 routes by the placement [1, 2] until it learns the new replica set, node 1
+    // sends the call on to the voters; either way it arrives.
     await put(4, "after");
     for (const via of [1, 2, 3, 4]) expect(await get(via), `via node ${via}`).toBe("after");
     await put(1, "through the old node");
     for (const via of [1, 2, 3, 4]) {
       expect(await get(via), `via node ${via}`).toBe("through the old node");
     }
+  });
+
+  it("routes by the replica set the metadata group records once the placed nodes are gone", {
+    timeout: 120_000,
+  }, async () => {
+    const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(2) }));
+    // One replica, on node 1; moved to node 3, then node 1 stops for good.
+    await createRaftCollection(cluster, admin, {
+      name: "single",
+      replicaCount: 1,
+      shardAssignments: [{ primary: 1n, replica: [] }],
+    });
+    await put(4, "one", "single");
+    await addVoter(1, 3, "single/0");
+    await membership(1, "remove", 1, "single/0");
+    const closed = await waitFor(async () => (await group(1, "single/0")) === undefined, 10_000);
+    expect(closed, cluster.output(1).slice(-3000)).toBeGreaterThanOrEqual(0);
+    // The new leader records the replica set; every node learns it.
+    const known = await waitFor(async () => {
+      for (const id of [1, 2, 3, 4]) {
+        if ((await recorded(id, "single/0"))?.voters.join() !== "3") return false;
+      }
+      return true;
+    }, 15_000);
+    expect(known, cluster.output(3).slice(-3000)).toBeGreaterThanOrEqual(0);
+    await cluster.stop(1, "SIGKILL");
+    // Nodes 2 and 4 hold no replica; the placement says node 1, which is gone.
+    await put(4, "two", "single");
+    await put(2, "three", "single");
+    for (const via of [2, 3, 4]) expect(await get(via, "single"), `via node ${via}`).toBe("three");
+    await cluster.start(1);
+    await cluster.waitReady();
+    expect(await get(1, "single")).toBe("three");
+  });
+
+  it("retires a replica whose node was removed from the group while it was down", {
+    timeout: 180_000,
+  }, async () => {
+    const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+    await createRaftCollection(cluster, admin, {
+      name: "trio",
+      replicaCount: 3,
+      shardAssignments: [{ primary: 1n, replica: [2n, 3n] }],
+    });
+    await put(1, "before", "trio");
+    // Node 2 goes down; node 4 replaces it meanwhile.
+    await cluster.stop(2, "SIGKILL");
+    await addVoter(1, 4, "trio/0");
+    await membership(1, "remove", 2, "trio/0");
+    await put(4, "while node 2 was down", "trio");
+    // Node 2 comes back with its replica and the configuration that had it; it hears of its
+    // removal from the metadata group and closes the replica, which no leader talks to.
+    await cluster.start(2);
+    const retired = await waitFor(async () => (await group(2, "trio/0")) === undefined, 30_000);
+    expect(retired, cluster.output(2).slice(-3000)).toBeGreaterThanOrEqual(0);
+    expect((await recorded(2, "trio/0"))?.voters.sort()).toEqual([1, 3, 4]);
+    expect(await get(2, "trio")).toBe("while node 2 was down");
+    await put(2, "through node 2", "trio");
+    for (const via of [1, 2, 3, 4]) {
+      expect(await get(via, "trio"), `via node ${via}`).toBe("through node 2");
+    }
+    // A restart keeps it retired.
+    await cluster.stop(2);
+    await cluster.start(2);
+    await cluster.waitReady();
+    expect(await group(2, "trio/0")).toBeUndefined();
+    expect(await get(2, "trio")).toBe("through node 2");
   });
 });

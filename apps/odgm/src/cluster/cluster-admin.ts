@@ -58,6 +58,12 @@ export function clusterStatusOf(cluster: ClusterNode): ClusterStatusMessage {
               }))
           : [],
     })),
+    replicas: st.replicas.map((r) => ({
+      group: r.group,
+      voters: r.voters.map(n),
+      learners: r.learners.map(n),
+      confIndex: n(r.confIndex),
+    })),
   });
 }
 
@@ -163,7 +169,8 @@ export function registerClusterRoutes(app: Hono, cluster: ClusterNode): void {
       method: "get",
       path: "/api/cluster",
       operationId: "clusterStatus",
-      summary: "Members and, for every local Raft group, leader, term, indexes and follower lag",
+      summary:
+        "Members; for every local Raft group its leader, term, indexes and follower lag; the replica sets the metadata group records",
       success: { status: 200, description: "The cluster as this node sees it" },
     },
     (c) => c.json(statusJson(cluster) as object),

@@ -21,7 +21,6 @@ import {
   ChangeMembershipRequest_Change,
   ChangeMembershipResponseSchema,
   type CreateCollectionRequest,
-  CreateCollectionRequestSchema,
   createRemoteDataPlane,
   DataPlaneError,
   DataService,
@@ -64,6 +63,7 @@ import {
   encodeMetaCommand,
   type MetaResult,
   openMetaStateMachine,
+  type ReplicaSet,
 } from "./meta-state-machine.js";
 import { FORWARDED_HEADER } from "./partition-router.js";
 import { groupIdOf, placeCollection, replicasOf } from "./placement.js";
@@ -115,6 +115,11 @@ export interface ClusterStatus {
   readonly nodeId: number;
   readonly members: { readonly id: number; readonly url: string }[];
   readonly groups: RaftGroupStatus[];
+  /**
+   * The replica set of every raft partition whose membership changed since its collection
+   * was placed, as the metadata group records it (the others are where they were placed).
+   */
+  readonly replicas: ({ readonly group: string } & ReplicaSet)[];
   readonly transport: PeerTransportStats[];
 }
 
@@ -125,6 +130,8 @@ const HOSTED_PREFIX = "raft-group/";
  * they mean the node was added again.
  */
 const REJOIN_AFTER_MS = 10_000;
+/** Ticks between a data group leader's checks that the metadata group knows its replica set. */
+const PUBLISH_EVERY_TICKS = 10;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 /** Node-shard key of the groups this node was removed from: JSON `{group: {voters, index}}`. */
@@ -206,6 +213,15 @@ export class ClusterNode {
    */
   private readonly leaving = new Map<string, readonly number[]>();
   /**
+   * The replica sets the metadata group records (`setReplicas`): published by each data
+   * group's leader when its membership differs from the collection's placement, so every
+   * node routes by the current one, and a replica removed while it was down learns of it.
+   */
+  private readonly replicaSets = new Map<string, ReplicaSet>();
+  /** Data groups whose replica set this node is publishing (one proposal at a time). */
+  private readonly publishing = new Set<string>();
+  private ticks = 0;
+  /**
    * One HTTP/2 session per peer URL for calls this node makes of its own accord: forwarded
    * proposals (RaftService) and requests for partitions held elsewhere (DataService).
    */
@@ -260,6 +276,8 @@ export class ClusterNode {
         shard: o.nodeShard,
         registry: o.registry,
         addresses: node.addresses,
+        replicaSets: node.replicaSets,
+        onReplicaSet: (group) => node.checkRemoved(group),
         onCollection: o.onCollection,
         onBadEntry: (err, index) =>
           o.logger.error({ err, index }, "metadata entry does not decode; applied as a no-op"),
@@ -356,19 +374,31 @@ export class ClusterNode {
   }
 
   /**
-   * The nodes holding a replica of a raft partition this node holds none of, or `undefined`
-   * when this node serves the partition (it hosts it, or the collection is not a raft one).
-   * A call forwarded here by a node that placed the partition here is sent on only when this
-   * node was removed from the partition's group (to the voters that removed it).
+   * The nodes holding a replica of a raft partition this node holds none of, in the order to
+   * try them, or `undefined` when this node serves the partition (it hosts it, or the
+   * collection is not a raft one): the newer of the replica set the metadata group records
+   * (voters first) and the voters that removed this node from the group, else the
+   * collection's placement. A call another node forwarded here (`forwardedBy`) is sent on
+   * only when this node knows where the partition went (a recorded replica set, or its own
+   * removal), and never back to that node.
    */
-  replicasElsewhere(ref: PartitionRef, forwarded = false): number[] | undefined {
+  replicasElsewhere(ref: PartitionRef, forwardedBy?: number): number[] | undefined {
     const spec = this.o.registry.get(ref.cls);
     if (spec?.shardType !== "raft" || ref.partition >= spec.partitionCount) return undefined;
     const id = groupIdOf(ref.cls, ref.partition);
     if (this.groups.has(id)) return undefined;
-    const moved = this.retired.get(id)?.voters;
-    if (forwarded && moved === undefined) return undefined;
-    return (moved ?? replicasOf(spec)[ref.partition] ?? []).filter((n) => n !== this.nodeId);
+    const set = this.replicaSets.get(id);
+    const retired = this.retired.get(id);
+    // The newer of the two: the recorded set, or the voters that removed this node.
+    const known =
+      set !== undefined && (retired === undefined || set.confIndex >= retired.index)
+        ? [...set.voters, ...set.learners]
+        : retired?.voters;
+    if (forwardedBy !== undefined && known === undefined) return undefined;
+    const nodes = (known ?? replicasOf(spec)[ref.partition] ?? []).filter(
+      (n) => n !== this.nodeId && n !== forwardedBy,
+    );
+    return forwardedBy !== undefined && nodes.length === 0 ? undefined : nodes;
   }
 
   /** The DataService of another member as a data plane (`undefined`: address unknown). */
@@ -453,6 +483,7 @@ export class ClusterNode {
       ],
       { sync: true },
     );
+    this.checkRemoved(id);
     return group;
   }
 
@@ -582,6 +613,74 @@ export class ClusterNode {
       if (this.groups.get(id)?.isLeader === true) this.leaving.set(id, conf.voters);
       else void this.retire(id, conf.voters);
     }
+    this.publishReplicas(id);
+  }
+
+  /**
+   * On the leader of a data group: records the group's membership in the metadata group
+   * when it differs from what that records (or, with no record, from the collection's
+   * placement). Checked at every conf change and every {@link PUBLISH_EVERY_TICKS} ticks, so
+   * a proposal lost to a leader change is made again by the next leader.
+   */
+  private publishReplicas(id: string): void {
+    const g = this.groups.get(id);
+    if (g === undefined || !g.isLeader || this.publishing.has(id) || this.closed) return;
+    const { index, conf } = g.appliedConf();
+    const voters = [...new Set([...conf.voters, ...conf.votersOutgoing])];
+    const learners = [...new Set([...conf.learners, ...conf.learnersNext])].filter(
+      (n) => !voters.includes(n),
+    );
+    const known = this.replicaSets.get(id);
+    if (known === undefined) {
+      const slash = id.lastIndexOf("/");
+      const spec = this.o.registry.get(id.slice(0, slash));
+      const placed =
+        spec === undefined ? [] : (replicasOf(spec)[Number(id.slice(slash + 1))] ?? []);
+      if (learners.length === 0 && sameNodes(voters, placed)) return;
+    } else if (
+      known.confIndex >= index ||
+      (sameNodes(known.voters, voters) && sameNodes(known.learners, learners))
+    ) {
+      return;
+    }
+    this.publishing.add(id);
+    const replicas: ReplicaSet = { voters, learners, confIndex: index };
+    this.propose(META_GROUP, encodeMetaCommand({ setReplicas: { group: id, replicas } }))
+      .then(
+        () =>
+          this.o.logger.info(
+            { group: id, ...replicas },
+            "recorded the replica set of a raft group",
+          ),
+        (err: unknown) =>
+          this.o.logger.warn(
+            { err, group: id },
+            "could not record the replica set of a raft group; will retry",
+          ),
+      )
+      .finally(() => this.publishing.delete(id));
+  }
+
+  /**
+   * A replica set recorded in the metadata group that leaves this node out, of a group this
+   * node hosts and was a member of, at a configuration newer than any that includes this
+   * node here: the node was removed while it was down or cut off (it never applied its
+   * removal), or died between applying it and recording it. It retires its replica, which
+   * no leader talks to any more. (A node added back afterwards is opened again when its
+   * leader reaches it, as after any removal.)
+   */
+  private checkRemoved(id: string): void {
+    const set = this.replicaSets.get(id);
+    const g = this.groups.get(id);
+    if (set === undefined || g === undefined || !this.member.has(id) || g.isLeader) return;
+    if (set.voters.includes(this.nodeId) || set.learners.includes(this.nodeId)) return;
+    const own = g.appliedConf();
+    if (own.index >= set.confIndex && includes(own.conf, this.nodeId)) return;
+    this.o.logger.info(
+      { group: id, ...set, applied: g.status().applied },
+      "the metadata group records a replica set without this node: retiring its replica",
+    );
+    void this.retire(id, set.voters, set.confIndex);
   }
 
   /**
@@ -589,7 +688,7 @@ export class ClusterNode {
    * not open it again), closes the group and the partition's local shard. Requests for the
    * partition go to `voters` from then on. Its data stays on disk.
    */
-  private async retire(id: string, voters: readonly number[]): Promise<void> {
+  private async retire(id: string, voters: readonly number[], removedAt = 0): Promise<void> {
     const group = this.groups.get(id);
     if (group === undefined || this.closed) return;
     this.groups.delete(id);
@@ -598,7 +697,10 @@ export class ClusterNode {
     this.leaving.delete(id);
     this.replayedUntil.delete(id);
     this.adopted.delete(id);
-    this.retired.set(id, { voters: [...voters], index: group.status().applied, at: Date.now() });
+    // The index of the removal when known (a node that never applied it retires before it):
+    // if the node is added back, its log replays up to there as history.
+    const index = Math.max(group.status().applied, removedAt);
+    this.retired.set(id, { voters: [...voters], index, at: Date.now() });
     const slash = id.lastIndexOf("/");
     try {
       await this.o.nodeShard.write(
@@ -636,6 +738,10 @@ export class ClusterNode {
     for (const g of this.groups.values()) g.tick();
     for (const [id, voters] of this.leaving) {
       if (this.groups.get(id)?.isLeader !== true) void this.retire(id, voters);
+    }
+    if (++this.ticks % PUBLISH_EVERY_TICKS === 0) {
+      for (const [id, g] of this.groups)
+        if (id !== META_GROUP && g.isLeader) this.publishReplicas(id);
     }
   }
 
@@ -771,7 +877,6 @@ export class ClusterNode {
       // Re-creating a placed collection (ODGM_COLLECTION at every start) keeps its placement.
       const existing = this.o.registry.get(spec.name);
       if (spec.shardAssignments.length === 0 && existing?.shardType === "raft") {
-        spec = create(CreateCollectionRequestSchema, spec);
         spec.shardAssignments = existing.shardAssignments;
       }
       spec = placeCollection(spec, [...this.addresses.keys()]);
@@ -929,6 +1034,9 @@ export class ClusterNode {
       members: [...this.addresses].map(([id, url]) => ({ id, url })).sort((a, b) => a.id - b.id),
       groups: [...this.groups.values()]
         .map((g) => g.status())
+        .sort((a, b) => (a.group < b.group ? -1 : 1)),
+      replicas: [...this.replicaSets]
+        .map(([group, r]) => ({ group, ...r }))
         .sort((a, b) => (a.group < b.group ? -1 : 1)),
       transport: this.transport.stats(),
     };
@@ -1102,6 +1210,11 @@ function mutationFromJson(json: unknown): MutationResult {
     // Events leave from the leader, which has the config.
     eventConfig: undefined,
   };
+}
+
+/** Whether two lists name the same nodes. */
+function sameNodes(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((n) => b.includes(n));
 }
 
 /** Whether `conf` includes `node` in any role (voter, learner, outgoing or incoming). */

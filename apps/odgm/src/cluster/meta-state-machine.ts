@@ -1,5 +1,6 @@
-// The state machine of the metadata group: the collection registry and the cluster's
-// address book, replicated on every node. Commands are JSON (the same bytes reach every
+// The state machine of the metadata group: the collection registry, the cluster's address
+// book and the current replica set of every raft partition whose membership changed since
+// its collection was placed, replicated on every node. Commands are JSON (the same bytes reach every
 // replica, so JSON's freedom of form does not matter); applying one is idempotent, so a
 // replay after a restart (the applied index is written after the command) changes nothing.
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
@@ -14,16 +15,30 @@ import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { StateMachine } from "./raft-group.js";
 
+/**
+ * The members of a raft partition's group as of one of its configurations, as its leader
+ * published it to the metadata group: where to route the partition's calls.
+ */
+export interface ReplicaSet {
+  /** Voters (of both halves of a joint configuration). */
+  readonly voters: readonly number[];
+  readonly learners: readonly number[];
+  /** The log index of the group's configuration this describes: a newer one replaces it. */
+  readonly confIndex: number;
+}
+
 /** A command of the metadata group. */
 export type MetaCommand =
   | { readonly createCollection: CreateCollectionRequest }
-  | { readonly setMember: { readonly id: number; readonly url: string } };
+  | { readonly setMember: { readonly id: number; readonly url: string } }
+  | { readonly setReplicas: { readonly group: string; readonly replicas: ReplicaSet } };
 
 /** The result of one applied command: `undefined` on success, else the refusal. */
 export type MetaResult = OdgmError | undefined;
 
 const APPLIED_KEY = new TextEncoder().encode("meta/applied");
 const MEMBER_PREFIX = "member/";
+const REPLICAS_PREFIX = "replicas/";
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -50,7 +65,29 @@ function decodeMetaCommand(data: Uint8Array): MetaCommand {
   if (m !== undefined && typeof m.id === "number" && typeof m.url === "string") {
     return { setMember: { id: m.id, url: m.url } };
   }
+  const r = raw.setReplicas as { group?: unknown; replicas?: unknown } | undefined;
+  if (r !== undefined && typeof r.group === "string") {
+    return { setReplicas: { group: r.group, replicas: replicaSetOf(r.replicas) } };
+  }
   throw new Error("unknown metadata command");
+}
+
+const nodeIds = (v: unknown): v is number[] =>
+  Array.isArray(v) && v.every((n) => Number.isSafeInteger(n) && n > 0);
+
+/** A replica set read back from JSON (the log, a snapshot, the node's shard). */
+function replicaSetOf(v: unknown): ReplicaSet {
+  const r = v as Partial<Record<keyof ReplicaSet, unknown>> | undefined;
+  if (
+    r === undefined ||
+    !nodeIds(r.voters) ||
+    !nodeIds(r.learners) ||
+    !Number.isSafeInteger(r.confIndex) ||
+    (r.confIndex as number) < 1
+  ) {
+    throw new Error("malformed replica set");
+  }
+  return { voters: r.voters, learners: r.learners, confIndex: r.confIndex as number };
 }
 
 /** Options of {@link openMetaStateMachine}. */
@@ -60,6 +97,10 @@ export interface MetaStateMachineOptions {
   readonly registry: CollectionRegistry;
   /** Cluster addresses learnt from the log (`setMember`), merged over `ODGM_MEMBERS`. */
   readonly addresses: Map<number, string>;
+  /** Replica sets learnt from the log (`setReplicas`), by group id. */
+  readonly replicaSets: Map<string, ReplicaSet>;
+  /** Told of every replica set that replaced an older one (after it is stored). */
+  readonly onReplicaSet?: (group: string, replicas: ReplicaSet) => void;
   /** Opens what a newly applied collection needs on this node. */
   readonly onCollection: (spec: CreateCollectionRequest) => Promise<void>;
   /** Told of an entry that does not decode (applied as a no-op on every replica). */
@@ -74,21 +115,24 @@ export async function openMetaStateMachine(
   const raw = await shard.get("system", APPLIED_KEY);
   let applied = raw === undefined ? 0 : Number(dec.decode(raw));
   const memberKey = (id: number) => enc.encode(`${MEMBER_PREFIX}${id}`);
-  {
-    const lo = enc.encode(MEMBER_PREFIX);
+  const replicasKey = (group: string) => enc.encode(`${REPLICAS_PREFIX}${group}`);
+  const load = async (prefix: string, each: (name: string, value: string) => void) => {
+    const lo = enc.encode(prefix);
     const hi = lo.slice();
     hi[hi.length - 1] = (hi[hi.length - 1] ?? 0) + 1;
     const it = shard.iterator("system", { gte: lo, lt: hi });
     try {
       for (let rows = await it.next(256); rows.length > 0; rows = await it.next(256)) {
-        for (const [k, v] of rows) {
-          o.addresses.set(Number(dec.decode(k).slice(MEMBER_PREFIX.length)), dec.decode(v));
-        }
+        for (const [k, v] of rows) each(dec.decode(k).slice(prefix.length), dec.decode(v));
       }
     } finally {
       await it.close();
     }
-  }
+  };
+  await load(MEMBER_PREFIX, (id, url) => o.addresses.set(Number(id), url));
+  await load(REPLICAS_PREFIX, (group, json) =>
+    o.replicaSets.set(group, replicaSetOf(JSON.parse(json))),
+  );
   const saveApplied = (index: number) =>
     shard.write(
       [{ type: "put", keyspace: "system", key: APPLIED_KEY, value: enc.encode(String(index)) }],
@@ -97,6 +141,26 @@ export async function openMetaStateMachine(
       },
     );
   const applyOne = async (cmd: MetaCommand): Promise<MetaResult> => {
+    if ("setReplicas" in cmd) {
+      const { group, replicas } = cmd.setReplicas;
+      // Published by whichever node led the group at the time: an older configuration
+      // arriving late changes nothing.
+      if ((o.replicaSets.get(group)?.confIndex ?? 0) >= replicas.confIndex) return undefined;
+      await shard.write(
+        [
+          {
+            type: "put",
+            keyspace: "system",
+            key: replicasKey(group),
+            value: enc.encode(JSON.stringify(replicas)),
+          },
+        ],
+        { sync: true },
+      );
+      o.replicaSets.set(group, replicas);
+      o.onReplicaSet?.(group, replicas);
+      return undefined;
+    }
     if ("setMember" in cmd) {
       o.addresses.set(cmd.setMember.id, cmd.setMember.url);
       await shard.write(
@@ -150,6 +214,7 @@ export async function openMetaStateMachine(
           applied,
           collections: o.registry.list().map((c) => toJson(CreateCollectionRequestSchema, c)),
           members: [...o.addresses],
+          replicas: [...o.replicaSets],
         }),
       );
       return async function* () {
@@ -159,13 +224,21 @@ export async function openMetaStateMachine(
     async restore(data: SnapshotBytes, index: number) {
       if (data.byteLength > 0) {
         // The registry is small: read whole.
-        let snap: { collections: JsonValue[]; members: [number, string][] };
+        let snap: {
+          collections: JsonValue[];
+          members: [number, string][];
+          replicas?: [string, unknown][];
+        };
+        let replicas: [string, ReplicaSet][];
         try {
           snap = JSON.parse(dec.decode(snapshotBytes(data)));
+          // Snapshots of versions before replica sets were published have none.
+          replicas = (snap.replicas ?? []).map(([g, r]) => [g, replicaSetOf(r)]);
         } catch (err) {
           throw new DataPlaneError("invalid_argument", `metadata snapshot is malformed: ${err}`);
         }
         for (const [id, url] of snap.members) await applyOne({ setMember: { id, url } });
+        for (const [group, r] of replicas) await applyOne({ setReplicas: { group, replicas: r } });
         for (const c of snap.collections) {
           const result = await applyOne({
             createCollection: fromJson(CreateCollectionRequestSchema, c),

@@ -113,6 +113,7 @@ describe("createPartitionRouter", () => {
       signal: new AbortController().signal,
       headers: new Headers({ [FORWARDED_HEADER]: "5" }),
     });
+    const senders: (number | undefined)[] = [];
     const route = (moved: readonly number[] | undefined) => {
       const tried: string[] = [];
       const plane = (name: string) =>
@@ -123,7 +124,10 @@ describe("createPartitionRouter", () => {
         }) as unknown as RemoteDataPlane;
       const router = createPartitionRouter({
         local: plane("local") as unknown as DataPlane,
-        replicasElsewhere: (_ref, isForwarded) => (isForwarded ? moved : [1, 2]),
+        replicasElsewhere: (_ref, by) => {
+          senders.push(by);
+          return by !== undefined ? moved : [1, 2];
+        },
         remote: (id) => plane(`node ${id}`),
       });
       return { router, tried };
@@ -135,5 +139,7 @@ describe("createPartitionRouter", () => {
     const goes = route([3]);
     await goes.router.setEntry(ref, entry, forwarded());
     expect(goes.tried).toEqual(["node 3"]);
+    // The router passes on who forwarded the call (never to be sent back there).
+    expect(senders).toEqual([5, undefined, 5]);
   });
 });

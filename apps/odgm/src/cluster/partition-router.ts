@@ -18,12 +18,13 @@ export interface PartitionRouterOptions {
   /**
    * The nodes holding a replica of `ref`'s partition when this node holds none, in the
    * order to try them; `undefined` when this node serves the partition itself. For a call
-   * another node forwarded here (`forwarded`), `undefined` unless this node knows where the
-   * partition went (it was removed from its group, which the sender may not know yet).
+   * another node forwarded here (`forwardedBy`: its id, 0 when not given as one),
+   * `undefined` unless this node knows where the partition went (which the sender may not
+   * know yet), and never the sender.
    */
   readonly replicasElsewhere: (
     ref: PartitionRef,
-    forwarded: boolean,
+    forwardedBy: number | undefined,
   ) => readonly number[] | undefined;
   /** The data plane of another node, `undefined` when its address is unknown. */
   readonly remote: (nodeId: number) => RemoteDataPlane | undefined;
@@ -58,7 +59,8 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
 
   /** The replicas to try for `ref`, or `undefined` to serve it here. */
   const targets = (ref: PartitionRef, call: DataPlaneCall): RemoteDataPlane[] | undefined => {
-    const nodes = o.replicasElsewhere(ref, call.headers.has(FORWARDED_HEADER));
+    const by = call.headers.get(FORWARDED_HEADER);
+    const nodes = o.replicasElsewhere(ref, by === null ? undefined : Number(by) || 0);
     if (nodes === undefined) return undefined;
     const planes = nodes.map((id) => o.remote(id)).filter((p) => p !== undefined);
     return planes.length === 0 ? undefined : planes;

@@ -508,6 +508,17 @@ export class RaftGroup<R> {
     });
   }
 
+  /**
+   * The membership handed to apply last (or the stored snapshot's), and the log index of the
+   * configuration it came from (the snapshot's index when no later one was applied).
+   */
+  appliedConf(): { index: number; conf: ConfState } {
+    const last = this.confChanges[this.confChanges.length - 1];
+    if (last !== undefined) return last;
+    const snap = this.o.storage.snapshot().metadata;
+    return { index: snap.index, conf: snap.confState };
+  }
+
   /** True while this node leads with a valid lease (lease-based reads may be served). */
   leaseValid(): boolean {
     return this.raft.role === "leader" && this.raft.leaseValid();

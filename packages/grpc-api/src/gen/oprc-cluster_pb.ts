@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oprc-cluster.proto.
  */
 export const file_oprc_cluster: GenFile = /*@__PURE__*/
-  fileDesc("ChJvcHJjLWNsdXN0ZXIucHJvdG8SBG9wcmMiEwoRR2V0Q2x1c3RlclJlcXVlc3QiKwoQU2V0TWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoBBILCgN1cmwYAiABKAkiKAoNQ2x1c3Rlck1lbWJlchIKCgJpZBgBIAEoBBILCgN1cmwYAiABKAkiOgoQRm9sbG93ZXJQcm9ncmVzcxIKCgJpZBgBIAEoBBINCgVtYXRjaBgCIAEoBBILCgNsYWcYAyABKAQi2gIKD1JhZnRHcm91cFN0YXR1cxINCgVncm91cBgBIAEoCRIMCgRyb2xlGAIgASgJEg4KBmxlYWRlchgDIAEoBBIMCgR0ZXJtGAQgASgEEhQKDGNvbW1pdF9pbmRleBgFIAEoBBIVCg1hcHBsaWVkX2luZGV4GAYgASgEEhMKC2ZpcnN0X2luZGV4GAcgASgEEhIKCmxhc3RfaW5kZXgYCCABKAQSGwoTbGFzdF9zbmFwc2hvdF9pbmRleBgJIAEoBBIWCg5zbmFwc2hvdHNfc2VudBgKIAEoBBIbChNzbmFwc2hvdHNfaW5zdGFsbGVkGAsgASgEEg4KBnZvdGVycxgMIAMoBBIQCghsZWFybmVycxgNIAMoBBIpCglmb2xsb3dlcnMYDiADKAsyFi5vcHJjLkZvbGxvd2VyUHJvZ3Jlc3MSFwoPc25hcHNob3RzX2J1aWx0GA8gASgEIm0KDUNsdXN0ZXJTdGF0dXMSDwoHbm9kZV9pZBgBIAEoBBIkCgdtZW1iZXJzGAIgAygLMhMub3ByYy5DbHVzdGVyTWVtYmVyEiUKBmdyb3VwcxgDIAMoCzIVLm9wcmMuUmFmdEdyb3VwU3RhdHVzIpwBChlDaGFuZ2VNZW1iZXJzaGlwc1Jlc3BvbnNlEjsKBmdyb3VwcxgBIAMoCzIrLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcHNSZXNwb25zZS5Hcm91cHNFbnRyeRpCCgtHcm91cHNFbnRyeRILCgNrZXkYASABKAkSIgoFdmFsdWUYAiABKAsyEy5vcHJjLlJhZnRDb25mU3RhdGU6AjgBMtoBCg5DbHVzdGVyU2VydmljZRI6CgpHZXRDbHVzdGVyEhcub3ByYy5HZXRDbHVzdGVyUmVxdWVzdBoTLm9wcmMuQ2x1c3RlclN0YXR1cxI4CglTZXRNZW1iZXISFi5vcHJjLlNldE1lbWJlclJlcXVlc3QaEy5vcHJjLkNsdXN0ZXJTdGF0dXMSUgoQQ2hhbmdlTWVtYmVyc2hpcBIdLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcFJlcXVlc3QaHy5vcHJjLkNoYW5nZU1lbWJlcnNoaXBzUmVzcG9uc2ViBnByb3RvMw", [file_oprc_raft]);
+  fileDesc("ChJvcHJjLWNsdXN0ZXIucHJvdG8SBG9wcmMiEwoRR2V0Q2x1c3RlclJlcXVlc3QiKwoQU2V0TWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoBBILCgN1cmwYAiABKAkiKAoNQ2x1c3Rlck1lbWJlchIKCgJpZBgBIAEoBBILCgN1cmwYAiABKAkiOgoQRm9sbG93ZXJQcm9ncmVzcxIKCgJpZBgBIAEoBBINCgVtYXRjaBgCIAEoBBILCgNsYWcYAyABKAQi2gIKD1JhZnRHcm91cFN0YXR1cxINCgVncm91cBgBIAEoCRIMCgRyb2xlGAIgASgJEg4KBmxlYWRlchgDIAEoBBIMCgR0ZXJtGAQgASgEEhQKDGNvbW1pdF9pbmRleBgFIAEoBBIVCg1hcHBsaWVkX2luZGV4GAYgASgEEhMKC2ZpcnN0X2luZGV4GAcgASgEEhIKCmxhc3RfaW5kZXgYCCABKAQSGwoTbGFzdF9zbmFwc2hvdF9pbmRleBgJIAEoBBIWCg5zbmFwc2hvdHNfc2VudBgKIAEoBBIbChNzbmFwc2hvdHNfaW5zdGFsbGVkGAsgASgEEg4KBnZvdGVycxgMIAMoBBIQCghsZWFybmVycxgNIAMoBBIpCglmb2xsb3dlcnMYDiADKAsyFi5vcHJjLkZvbGxvd2VyUHJvZ3Jlc3MSFwoPc25hcHNob3RzX2J1aWx0GA8gASgEIpgBCg1DbHVzdGVyU3RhdHVzEg8KB25vZGVfaWQYASABKAQSJAoHbWVtYmVycxgCIAMoCzITLm9wcmMuQ2x1c3Rlck1lbWJlchIlCgZncm91cHMYAyADKAsyFS5vcHJjLlJhZnRHcm91cFN0YXR1cxIpCghyZXBsaWNhcxgEIAMoCzIXLm9wcmMuUGFydGl0aW9uUmVwbGljYXMiWAoRUGFydGl0aW9uUmVwbGljYXMSDQoFZ3JvdXAYASABKAkSDgoGdm90ZXJzGAIgAygEEhAKCGxlYXJuZXJzGAMgAygEEhIKCmNvbmZfaW5kZXgYBCABKAQinAEKGUNoYW5nZU1lbWJlcnNoaXBzUmVzcG9uc2USOwoGZ3JvdXBzGAEgAygLMisub3ByYy5DaGFuZ2VNZW1iZXJzaGlwc1Jlc3BvbnNlLkdyb3Vwc0VudHJ5GkIKC0dyb3Vwc0VudHJ5EgsKA2tleRgBIAEoCRIiCgV2YWx1ZRgCIAEoCzITLm9wcmMuUmFmdENvbmZTdGF0ZToCOAEy2gEKDkNsdXN0ZXJTZXJ2aWNlEjoKCkdldENsdXN0ZXISFy5vcHJjLkdldENsdXN0ZXJSZXF1ZXN0GhMub3ByYy5DbHVzdGVyU3RhdHVzEjgKCVNldE1lbWJlchIWLm9wcmMuU2V0TWVtYmVyUmVxdWVzdBoTLm9wcmMuQ2x1c3RlclN0YXR1cxJSChBDaGFuZ2VNZW1iZXJzaGlwEh0ub3ByYy5DaGFuZ2VNZW1iZXJzaGlwUmVxdWVzdBofLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcHNSZXNwb25zZWIGcHJvdG8z", [file_oprc_raft]);
 
 /**
  * @generated from message oprc.GetClusterRequest
@@ -350,6 +350,15 @@ export type ClusterStatus = Message<"oprc.ClusterStatus"> & {
    * @generated from field: repeated oprc.RaftGroupStatus groups = 3;
    */
   groups: RaftGroupStatus[];
+
+  /**
+   * The replica set of every raft partition whose membership changed since its collection
+   * was placed, as the metadata group records it (every node routes by it). Partitions not
+   * listed are where their collection's shard_assignments put them.
+   *
+   * @generated from field: repeated oprc.PartitionReplicas replicas = 4;
+   */
+  replicas: PartitionReplicas[];
 };
 
 /**
@@ -370,6 +379,15 @@ export type ClusterStatusJson = {
    * @generated from field: repeated oprc.RaftGroupStatus groups = 3;
    */
   groups?: RaftGroupStatusJson[];
+
+  /**
+   * The replica set of every raft partition whose membership changed since its collection
+   * was placed, as the metadata group records it (every node routes by it). Partitions not
+   * listed are where their collection's shard_assignments put them.
+   *
+   * @generated from field: repeated oprc.PartitionReplicas replicas = 4;
+   */
+  replicas?: PartitionReplicasJson[];
 };
 
 /**
@@ -378,6 +396,67 @@ export type ClusterStatusJson = {
  */
 export const ClusterStatusSchema: GenMessage<ClusterStatus, {jsonType: ClusterStatusJson}> = /*@__PURE__*/
   messageDesc(file_oprc_cluster, 5);
+
+/**
+ * @generated from message oprc.PartitionReplicas
+ */
+export type PartitionReplicas = Message<"oprc.PartitionReplicas"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: repeated uint64 voters = 2;
+   */
+  voters: bigint[];
+
+  /**
+   * @generated from field: repeated uint64 learners = 3;
+   */
+  learners: bigint[];
+
+  /**
+   * The group's log index of the configuration this describes.
+   *
+   * @generated from field: uint64 conf_index = 4;
+   */
+  confIndex: bigint;
+};
+
+/**
+ * @generated from message oprc.PartitionReplicas
+ */
+export type PartitionReplicasJson = {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group?: string;
+
+  /**
+   * @generated from field: repeated uint64 voters = 2;
+   */
+  voters?: string[];
+
+  /**
+   * @generated from field: repeated uint64 learners = 3;
+   */
+  learners?: string[];
+
+  /**
+   * The group's log index of the configuration this describes.
+   *
+   * @generated from field: uint64 conf_index = 4;
+   */
+  confIndex?: string;
+};
+
+/**
+ * Describes the message oprc.PartitionReplicas.
+ * Use `create(PartitionReplicasSchema)` to create a new message.
+ */
+export const PartitionReplicasSchema: GenMessage<PartitionReplicas, {jsonType: PartitionReplicasJson}> = /*@__PURE__*/
+  messageDesc(file_oprc_cluster, 6);
 
 /**
  * @generated from message oprc.ChangeMembershipsResponse
@@ -408,7 +487,7 @@ export type ChangeMembershipsResponseJson = {
  * Use `create(ChangeMembershipsResponseSchema)` to create a new message.
  */
 export const ChangeMembershipsResponseSchema: GenMessage<ChangeMembershipsResponse, {jsonType: ChangeMembershipsResponseJson}> = /*@__PURE__*/
-  messageDesc(file_oprc_cluster, 6);
+  messageDesc(file_oprc_cluster, 7);
 
 /**
  * @generated from service oprc.ClusterService
