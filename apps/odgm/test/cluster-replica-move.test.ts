@@ -35,13 +35,17 @@ const membership = async (
   change: string,
   nodeId: number,
   groupId = "moved/0",
-): Promise<void> => {
+): Promise<{ voters: number[]; learners: number[] }> => {
   const res = await fetch(`${cluster.url(id)}/api/cluster/membership`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ group: groupId, change, nodeId }),
   });
   if (!res.ok) throw new Error(`${change} ${nodeId}: ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as {
+    groups: Record<string, { voters: number[]; learners: number[] }>;
+  };
+  return body.groups[groupId] as { voters: number[]; learners: number[] };
 };
 const group = async (id: number, groupId = "moved/0") =>
   (await clusterView(cluster.url(id)))?.groups.find((g) => g.group === groupId);
@@ -64,14 +68,17 @@ const get = async (via: number, cls = "moved") =>
   );
 /** Adds `nodeId` to `groupId` through node `via` and promotes it once it has caught up. */
 const addVoter = async (via: number, nodeId: number, groupId: string) => {
-  await membership(via, "add_learner", nodeId, groupId);
+  // Each change answers with the membership it resulted in.
+  expect((await membership(via, "add_learner", nodeId, groupId)).learners).toContain(nodeId);
   const leaderApplied = (await group(via, groupId))?.appliedIndex ?? 0;
   const caughtUp = await waitFor(
     async () => ((await group(nodeId, groupId))?.appliedIndex ?? 0) >= leaderApplied,
     30_000,
   );
   expect(caughtUp, cluster.output(nodeId).slice(-3000)).toBeGreaterThanOrEqual(0);
-  await membership(via, "promote", nodeId, groupId);
+  const promoted = await membership(via, "promote", nodeId, groupId);
+  expect(promoted.voters).toContain(nodeId);
+  expect(promoted.learners).not.toContain(nodeId);
 };
 
 describe("moving a replica", () => {
@@ -151,7 +158,7 @@ describe("moving a replica", () => {
     // Node 2 goes down; node 4 replaces it meanwhile.
     await cluster.stop(2, "SIGKILL");
     await addVoter(1, 4, "trio/0");
-    await membership(1, "remove", 2, "trio/0");
+    expect((await membership(1, "remove", 2, "trio/0")).voters.sort()).toEqual([1, 3, 4]);
     await put(4, "while node 2 was down", "trio");
     // Node 2 comes back with its replica and the configuration that had it; it hears of its
     // removal from the metadata group and closes the replica, which no leader talks to.

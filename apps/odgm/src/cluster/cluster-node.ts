@@ -1025,7 +1025,9 @@ export class ClusterNode {
       default:
         throw new DataPlaneError("invalid_argument", `unknown membership change ${change}`);
     }
-    return g.status().confState;
+    // The membership as applied: the core's own (status) takes the change only once the
+    // Ready that carried it is done, after the proposal is answered.
+    return g.appliedConf().conf;
   }
 
   status(): ClusterStatus {
