@@ -2,9 +2,14 @@
 // one, remove the old): every node keeps answering for the partition, including one that
 // holds no replica of it and routes by the replica set the metadata group records; and a
 // node removed from a group while it was down does not serve a stale replica when it is back.
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { CollectionService, DataService } from "@oprc/grpc-api";
+import {
+  ChangeMembershipRequest_Change,
+  ClusterService,
+  CollectionService,
+  DataService,
+} from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import { clusterView, createRaftCollection, waitFor } from "./fixtures/cluster-probe.js";
@@ -46,6 +51,16 @@ const membership = async (
     groups: Record<string, { voters: number[]; learners: number[] }>;
   };
   return body.groups[groupId] as { voters: number[]; learners: number[] };
+};
+/** The status and error body of a membership change that is expected to be refused. */
+const refusal = async (id: number, change: string, nodeId: number, groupId: string) => {
+  const res = await fetch(`${cluster.url(id)}/api/cluster/membership`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ group: groupId, change, nodeId }),
+  });
+  const body = (await res.json()) as { error?: { code: string; message: string } };
+  return { status: res.status, ...body.error };
 };
 const group = async (id: number, groupId = "moved/0") =>
   (await clusterView(cluster.url(id)))?.groups.find((g) => g.group === groupId);
@@ -177,5 +192,55 @@ describe("moving a replica", () => {
     await cluster.waitReady();
     expect(await group(2, "trio/0")).toBeUndefined();
     expect(await get(2, "trio")).toBe("through node 2");
+  });
+
+  it("refuses membership changes that would weaken a group, saying why", {
+    timeout: 120_000,
+  }, async () => {
+    // trio/0 has the voters 1, 3 and 4 now; node 2 was removed from it.
+    const refused = (status: number, code: string, message: RegExp) =>
+      expect.objectContaining({ status, code, message: expect.stringMatching(message) });
+    expect(await refusal(3, "add_learner", 9, "trio/0")).toEqual(
+      refused(400, "failed_precondition", /node 9 is not a member of the cluster/),
+    );
+    expect(await refusal(3, "promote", 2, "trio/0")).toEqual(
+      refused(400, "failed_precondition", /node 2 is not a learner of group trio\/0/),
+    );
+    expect(await refusal(3, "transfer_leader", 2, "trio/0")).toEqual(
+      refused(400, "failed_precondition", /node 2 is not a voter/),
+    );
+    // Raft would demote the voter.
+    expect(await refusal(2, "add_learner", 1, "trio/0")).toEqual(
+      refused(400, "failed_precondition", /node 1 is already a voter/),
+    );
+    expect(await refusal(2, "add_learner", 2, "trio/7")).toEqual(
+      refused(404, "not_found", /no raft group trio\/7/),
+    );
+    expect(await refusal(4, "remove", 3, "single/0")).toEqual(
+      refused(400, "failed_precondition", /node 3 is the only voter/),
+    );
+    // The same through gRPC.
+    const admin = createClient(ClusterService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+    const err = await admin
+      .changeMembership({
+        group: "trio/0",
+        change: ChangeMembershipRequest_Change.PROMOTE,
+        nodeId: 2n,
+      })
+      .catch((e: unknown) => ConnectError.from(e));
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.FailedPrecondition);
+    // Removing a node that is not in the group changes nothing.
+    expect((await membership(3, "remove", 2, "trio/0")).voters.sort()).toEqual([1, 3, 4]);
+    // A learner that cannot catch up (its node is down) is not promoted: a voter that cannot
+    // vote would count toward every quorum.
+    await cluster.stop(2, "SIGKILL");
+    expect((await membership(3, "add_learner", 2, "trio/0")).learners).toEqual([2]);
+    await put(1, "after node 2 was added as a learner", "trio");
+    expect(await refusal(3, "promote", 2, "trio/0")).toEqual(
+      refused(400, "failed_precondition", /learner 2 of group trio\/0 has acknowledged/),
+    );
+    expect((await membership(3, "remove", 2, "trio/0")).learners).toEqual([]);
+    await cluster.start(2);
   });
 });

@@ -44,7 +44,7 @@ export type { OdgmConnectRoutesOptions } from "./odgm-connect-routes.js";
 export { createOdgmConnectRoutes, DEFAULT_MAX_MESSAGE_BYTES } from "./odgm-connect-routes.js";
 export { createOprcFunctionImpl } from "./oprc-function.js";
 export type { RemoteDataPlane, RemoteDataPlaneOptions } from "./remote-data-plane.js";
-export { createRemoteDataPlane } from "./remote-data-plane.js";
+export { createRemoteDataPlane, fromRemoteError } from "./remote-data-plane.js";
 export type { ToConnectErrorOptions } from "./to-connect-error.js";
 export {
   ACTUAL_VERSION_HEADER,

@@ -67,12 +67,12 @@ function objData(write: ObjectWrite): MessageInitShape<typeof ObjDataSchema> {
 }
 
 /**
- * The error the remote answered, as this side's handlers would have raised it: a
+ * The error a remote odgm answered, as this side's handlers would have raised it: a
  * `[code] message` of a {@link DataPlaneError} code becomes that DataPlaneError again (with
  * a CAS mismatch's versions and a leader hint), so it is answered with the same status,
  * message and odgm trailers; anything else is a ConnectError with the same code and message.
  */
-function fromRemote(err: unknown): Error {
+export function fromRemoteError(err: unknown): Error {
   const ce = ConnectError.from(err);
   const m = /^\[([a-z_]+)\] ([\s\S]*)$/.exec(ce.rawMessage);
   const code = m?.[1];
@@ -251,14 +251,14 @@ function withRemoteErrors(plane: RemoteDataPlane): RemoteDataPlane {
     <A extends unknown[], T>(fn: (...a: A) => Promise<T>) =>
     (...a: A): Promise<T> =>
       fn(...a).catch((err: unknown) => {
-        throw fromRemote(err);
+        throw fromRemoteError(err);
       });
   const stream = <A extends unknown[], T>(fn: (...a: A) => AsyncIterable<T>) =>
     async function* (...a: A): AsyncIterable<T> {
       try {
         yield* fn(...a);
       } catch (err) {
-        throw fromRemote(err);
+        throw fromRemoteError(err);
       }
     };
   return {

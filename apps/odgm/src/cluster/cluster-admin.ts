@@ -98,15 +98,17 @@ function checkMember(id: number, url: string): string {
   return parsed.origin;
 }
 
+/** Runs `fn`, answering a refusal with its gRPC status (the REST side maps that to HTTP). */
+async function guard<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toConnectError(err);
+  }
+}
+
 /** `oprc.ClusterService` over the node. */
 export function createClusterServiceImpl(cluster: ClusterNode): ServiceImpl<typeof ClusterService> {
-  const guard = async <T>(fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (err) {
-      throw toConnectError(err);
-    }
-  };
   return {
     getCluster: () => clusterStatusOf(cluster),
     setMember: (req) =>
@@ -185,7 +187,7 @@ export function registerClusterRoutes(app: Hono, cluster: ClusterNode): void {
     } catch (err) {
       return c.json(invalid((err as Error).message.replace(/^\[[a-z_]+\] /, "")), 400);
     }
-    await cluster.setMember(Number(body?.id), url);
+    await guard(() => cluster.setMember(Number(body?.id), url));
     return c.json(statusJson(cluster) as object);
   });
   documentRoute(app, MEMBERSHIP_ROUTE, async (c) => {
@@ -202,10 +204,12 @@ export function registerClusterRoutes(app: Hono, cluster: ClusterNode): void {
         400,
       );
     }
-    const result = await cluster.changeMembership(
-      body?.group === undefined ? "*" : String(body.group),
-      change,
-      nodeId,
+    const result = await guard(() =>
+      cluster.changeMembership(
+        body?.group === undefined ? "*" : String(body.group),
+        change,
+        nodeId,
+      ),
     );
     return c.json({ groups: Object.fromEntries(result) });
   });

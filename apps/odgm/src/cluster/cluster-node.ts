@@ -24,6 +24,7 @@ import {
   createRemoteDataPlane,
   DataPlaneError,
   DataService,
+  fromRemoteError,
   isDataPlaneError,
   isDataPlaneErrorCode,
   type PartitionRef,
@@ -67,7 +68,7 @@ import {
 } from "./meta-state-machine.js";
 import { FORWARDED_HEADER } from "./partition-router.js";
 import { groupIdOf, placeCollection, replicasOf } from "./placement.js";
-import { RaftGroup, type RaftGroupStatus, type StateMachine } from "./raft-group.js";
+import { notLeader, RaftGroup, type RaftGroupStatus, type StateMachine } from "./raft-group.js";
 import {
   createRaftServiceImpl,
   createRaftTransport,
@@ -132,6 +133,10 @@ const HOSTED_PREFIX = "raft-group/";
 const REJOIN_AFTER_MS = 10_000;
 /** Ticks between a data group leader's checks that the metadata group knows its replica set. */
 const PUBLISH_EVERY_TICKS = 10;
+/** How long `promote` waits for a learner to catch up before refusing. */
+const PROMOTE_WAIT_MS = 20_000;
+/** Refusals a membership change gets alike from every leader: not worth asking another. */
+const FINAL_REFUSALS: ReadonlySet<string> = new Set(["invalid_argument", "failed_precondition"]);
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 /** Node-shard key of the groups this node was removed from: JSON `{group: {voters, index}}`. */
@@ -917,6 +922,16 @@ export class ClusterNode {
     change: ChangeMembershipRequest_Change,
     nodeId: number,
   ): Promise<Map<string, ConfState>> {
+    const joins =
+      change === ChangeMembershipRequest_Change.ADD_LEARNER ||
+      change === ChangeMembershipRequest_Change.PROMOTE ||
+      change === ChangeMembershipRequest_Change.TRANSFER_LEADER;
+    if (joins && !this.addresses.has(nodeId)) {
+      throw new DataPlaneError(
+        "failed_precondition",
+        `node ${nodeId} is not a member of the cluster: record its address first (POST /api/cluster/members)`,
+      );
+    }
     const ids =
       group === "*"
         ? [
@@ -929,6 +944,22 @@ export class ClusterNode {
               ),
           ]
         : [group];
+    if (group !== "*" && group !== META_GROUP) {
+      const slash = group.lastIndexOf("/");
+      const spec = slash < 0 ? undefined : this.o.registry.get(group.slice(0, slash));
+      const partition = Number(group.slice(slash + 1));
+      if (
+        spec?.shardType !== "raft" ||
+        !Number.isInteger(partition) ||
+        partition < 0 ||
+        partition >= spec.partitionCount
+      ) {
+        throw new DataPlaneError(
+          "not_found",
+          `no raft group ${group}: expected "meta", "*" or "<raft collection>/<partition>"`,
+        );
+      }
+    }
     const out = new Map<string, ConfState>();
     for (const id of ids) out.set(id, await this.changeOne(id, change, nodeId));
     return out;
@@ -971,7 +1002,8 @@ export class ClusterNode {
             autoLeave: c.autoLeave,
           };
         } catch (err) {
-          last = err;
+          last = fromRemoteError(err);
+          if (isDataPlaneError(last) && FINAL_REFUSALS.has(last.code)) throw last;
         }
       }
       if (this.groups.get(group)?.isLeader === true) return this.changeLocal(group, change, nodeId);
@@ -999,17 +1031,32 @@ export class ClusterNode {
     }
     const single = (type: "add_voter" | "add_learner" | "remove") =>
       g.proposeConfChange({ changes: [{ type, nodeId }], transition: "auto" });
+    const conf = g.appliedConf().conf;
+    const voter = conf.voters.includes(nodeId) || conf.votersOutgoing.includes(nodeId);
+    const learner = conf.learners.includes(nodeId) || conf.learnersNext.includes(nodeId);
+    const refuse = (why: string, hint = "") =>
+      new DataPlaneError("failed_precondition", `node ${nodeId} ${why} of group ${group}${hint}`);
     switch (change) {
       case ChangeMembershipRequest_Change.ADD_LEARNER:
-        await single("add_learner");
+        // Raft would demote a voter to a learner: not what "add" asks for.
+        if (voter) throw refuse("is already a voter");
+        if (!learner) await single("add_learner");
         break;
       case ChangeMembershipRequest_Change.PROMOTE:
+        if (voter) break;
+        if (!learner) throw refuse("is not a learner", ": add it with add_learner first");
+        await this.caughtUp(g, nodeId);
         await single("add_voter");
         break;
       case ChangeMembershipRequest_Change.REMOVE:
+        if (!voter && !learner) break;
+        if (voter && conf.voters.length === 1 && conf.votersOutgoing.length === 0) {
+          throw refuse("is the only voter");
+        }
         await single("remove");
         break;
       case ChangeMembershipRequest_Change.TRANSFER_LEADER: {
+        if (!voter) throw refuse("is not a voter");
         g.transferLeader(nodeId);
         const deadline = Date.now() + this.electionMs() * 3;
         while (g.leader !== nodeId && Date.now() < deadline)
@@ -1028,6 +1075,29 @@ export class ClusterNode {
     // The membership as applied: the core's own (status) takes the change only once the
     // Ready that carried it is done, after the proposal is answered.
     return g.appliedConf().conf;
+  }
+
+  /**
+   * Waits (at most {@link PROMOTE_WAIT_MS}) until learner `nodeId` has acknowledged every
+   * entry committed when asked: promoting a learner still catching up (a snapshot on its
+   * way, say) would count a voter that cannot vote yet toward every quorum.
+   */
+  private async caughtUp(g: RaftGroup<unknown>, nodeId: number): Promise<void> {
+    const target = g.status().commit;
+    const deadline = Date.now() + PROMOTE_WAIT_MS;
+    for (;;) {
+      const st = g.status();
+      if (st.role !== "leader") throw notLeader(g.id, g.leader);
+      const match = st.match.get(nodeId) ?? 0;
+      if (match >= target) return;
+      if (Date.now() >= deadline) {
+        throw new DataPlaneError(
+          "failed_precondition",
+          `learner ${nodeId} of group ${g.id} has acknowledged ${match} of the ${target} entries committed when its promotion was asked, after ${PROMOTE_WAIT_MS / 1000} s; promote it once it has caught up`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, this.o.config.tickMs));
+    }
   }
 
   status(): ClusterStatus {
