@@ -24,6 +24,7 @@ import {
   ObjectInvocationRequestSchema,
   type ObjectRef,
   type PartitionRef,
+  READ_CONSISTENCY_HEADER,
   ResponseStatus,
   type ShardStat,
   type StoredObject,
@@ -36,9 +37,6 @@ import type { NumericIdCreates, ReadConsistency } from "./config.js";
 import type { FunctionClientPool } from "./invoke/function-client-pool.js";
 import type { OdgmMetrics } from "./observability/metrics.js";
 import type { Shard, ShardManager } from "./shards/shard-manager.js";
-
-/** Request header choosing a read's consistency on raft shards (default `ODGM_READ_CONSISTENCY`). */
-export const READ_CONSISTENCY_HEADER = "odgm-read-consistency";
 
 /** An operation without the fields the plane fills in (object id, time). */
 type OpBody = StoreOp extends infer T

@@ -1,6 +1,7 @@
 // Any node answers any request: four nodes, a raft partition on nodes 1–3 only, and every
 // kind of request sent to node 4 — which holds no replica — is answered as node 1 would,
-// over gRPC and REST. With every replica down, node 4 answers UNAVAILABLE.
+// over gRPC and REST, also with the first replica down. With every replica down, node 4
+// answers UNAVAILABLE.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService, DataService } from "@oprc/grpc-api";
@@ -93,6 +94,32 @@ describe("a node without a replica of the partition", () => {
 
     const metrics = await (await fetch(`${cluster.url(4)}/metrics`)).text();
     expect(metrics).toMatch(/odgm_raft_forwarded_total\{kind="request"\} [1-9]/);
+  });
+
+  it("lists through the next replica when the first is down; REST reads may ask for follower consistency", {
+    timeout: 60_000,
+  }, async () => {
+    await cluster.stop(1, "SIGKILL");
+    const four = data(4);
+    const ids: string[] = [];
+    for await (const o of four.listObjects({ clsId: "kv" })) ids.push(o.objectId);
+    expect(ids).toEqual(["o"]);
+    const keys: string[] = [];
+    for await (const e of four.listValues({ clsId: "kv", objectIdStr: "o" })) keys.push(e.key);
+    expect(keys).toEqual(["b"]);
+    const follower = { "odgm-read-consistency": "follower" };
+    const listed = await fetch(`${cluster.url(4)}/api/class/kv/0/objects`, { headers: follower });
+    expect(listed.status).toBe(200);
+    expect(await listed.text()).toContain('"objectId":"o"');
+    const read = await fetch(`${cluster.url(4)}/api/class/kv/0/objects/o/values/b`, {
+      headers: follower,
+    });
+    expect(read.status).toBe(200);
+    // The header reaches the data plane: a value it does not know is refused.
+    const bad = await fetch(`${cluster.url(4)}/api/class/kv/0/objects/o/values/b`, {
+      headers: { "odgm-read-consistency": "eventually" },
+    });
+    expect(bad.status).toBe(400);
   });
 
   it("answers UNAVAILABLE when no replica can be reached", { timeout: 60_000 }, async () => {

@@ -125,6 +125,12 @@ export interface DataPlaneCapabilities {
   readonly eventPipelineV2: boolean;
 }
 
+/**
+ * Request metadata asking a read of a raft shard for its consistency: `linearizable`,
+ * `lease` or `follower` (odgm's `ODGM_READ_CONSISTENCY` values).
+ */
+export const READ_CONSISTENCY_HEADER = "odgm-read-consistency";
+
 /** Per-call context passed to every plane method. */
 export interface DataPlaneCall {
   /** Aborted when the client cancels or the deadline passes. */

@@ -27,6 +27,7 @@ export type {
   StoredEntry,
   StoredObject,
 } from "./data-plane.js";
+export { READ_CONSISTENCY_HEADER } from "./data-plane.js";
 export type { DataPlaneErrorCode, DataPlaneErrorOptions } from "./data-plane-error.js";
 // For hosts: serve the API over your own data plane.
 export { DataPlaneError, isDataPlaneError, isDataPlaneErrorCode } from "./data-plane-error.js";

@@ -64,15 +64,17 @@ describe("createRestGateway options", () => {
     );
   });
 
-  it("passes the request's Authorization and trace context on to the upstream call", async () => {
+  it("passes the request's Authorization, trace context and read consistency on to the upstream call", async () => {
     const seen: (string | null)[] = [];
     const traces: (string | null)[] = [];
+    const consistency: (string | null)[] = [];
     const transport = createRouterTransport(memoryServiceRoutes(), {
       router: {
         interceptors: [
           (next) => (req) => {
             seen.push(req.header.get("authorization"));
             traces.push(req.header.get("traceparent"));
+            consistency.push(req.header.get("odgm-read-consistency"));
             return next(req);
           },
         ],
@@ -80,11 +82,16 @@ describe("createRestGateway options", () => {
     });
     const app = createRestGateway({ data: createClient(DataService, transport) });
     await app.request("/api/class/c/0/objects/o/values/k", {
-      headers: { authorization: "Bearer t0k3n", traceparent: "00-ab-cd-01" },
+      headers: {
+        authorization: "Bearer t0k3n",
+        traceparent: "00-ab-cd-01",
+        "odgm-read-consistency": "follower",
+      },
     });
     await app.request("/api/class/c/0/objects/o/values/k");
     expect(seen).toEqual(["Bearer t0k3n", null]);
     expect(traces).toEqual(["00-ab-cd-01", null]);
+    expect(consistency).toEqual(["follower", null]);
   });
 
   it("without a function client invocations are 501; without metrics /metrics is 404", async () => {

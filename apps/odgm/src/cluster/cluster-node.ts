@@ -37,6 +37,7 @@ import {
   ProposeRequestSchema,
   RaftConfStateSchema,
   RaftService,
+  READ_CONSISTENCY_HEADER,
   type RemoteDataPlane,
   toConnectError,
 } from "@oprc/grpc-api";
@@ -54,7 +55,6 @@ import type { Logger } from "pino";
 import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { normalizeCollectionSpec } from "../collections/collection-registry.js";
 import type { ClusterConfig, ReadConsistency } from "../config.js";
-import { READ_CONSISTENCY_HEADER } from "../local-data-plane.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { ShardReplica } from "../shards/shard-manager.js";
 import { isConnectionFailure } from "./connection-failure.js";

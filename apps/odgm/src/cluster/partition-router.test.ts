@@ -142,4 +142,43 @@ describe("createPartitionRouter", () => {
     // The router passes on who forwarded the call (never to be sent back there).
     expect(senders).toEqual([5, undefined, 5]);
   });
+
+  it("lists from the next replica when a connection is refused, until one has streamed", async () => {
+    const tried: number[] = [];
+    const listing = (fails: Record<number, "refused" | "midway">) =>
+      createPartitionRouter({
+        local: {} as DataPlane,
+        replicasElsewhere: () => [1, 2, 3],
+        remote: (id) =>
+          ({
+            listEntries: async function* () {
+              tried.push(id);
+              if (fails[id] === "refused") throw REFUSED;
+              yield `${id}a`;
+              if (fails[id] === "midway") throw REFUSED;
+              yield `${id}b`;
+            },
+          }) as unknown as RemoteDataPlane,
+      });
+    const drain = async (router: DataPlane) => {
+      const out: unknown[] = [];
+      try {
+        for await (const e of router.listEntries(ref, {} as never, call())) out.push(e);
+      } catch (err) {
+        out.push(isDataPlaneError(err) ? err.code : `connect:${Code[ConnectError.from(err).code]}`);
+      }
+      return out;
+    };
+    expect(await drain(listing({ 1: "refused" }))).toEqual(["2a", "2b"]);
+    expect(tried).toEqual([1, 2]);
+    // A stream that broke after it streamed is not started again elsewhere.
+    tried.length = 0;
+    expect(await drain(listing({ 1: "midway" }))).toEqual(["1a", "connect:Unavailable"]);
+    expect(tried).toEqual([1]);
+    tried.length = 0;
+    expect(await drain(listing({ 1: "refused", 2: "refused", 3: "refused" }))).toEqual([
+      "unavailable",
+    ]);
+    expect(tried).toEqual([1, 2, 3]);
+  });
 });

@@ -66,6 +66,13 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
     return planes.length === 0 ? undefined : planes;
   };
 
+  const unreachable = (last: unknown) =>
+    new DataPlaneError(
+      "unavailable",
+      `no node holding this partition could be reached: ${ConnectError.from(last).rawMessage}`,
+      { cause: last },
+    );
+
   /** Runs `fn` on the first replica that takes the connection. */
   const via = async <T>(
     planes: RemoteDataPlane[],
@@ -92,11 +99,7 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
         throw err;
       }
     }
-    throw new DataPlaneError(
-      "unavailable",
-      `no node holding this partition could be reached: ${ConnectError.from(last).rawMessage}`,
-      { cause: last },
-    );
+    throw unreachable(last);
   };
 
   /** Runs `fn` here, or on a replica elsewhere when this node holds none. */
@@ -108,16 +111,35 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
     const planes = targets(ref, call);
     return planes === undefined ? fn(local) : via(planes, call, fn);
   };
-  /** A listing streams from the first replica (a refused connection ends it). */
+  /**
+   * A listing streams from the first replica that takes the connection. Once it has
+   * streamed, a failure ends the listing (the caller resumes from its cursor).
+   */
   const list = <T>(
     ref: PartitionRef,
     call: DataPlaneCall,
     fn: (p: RemoteDataPlane) => AsyncIterable<T>,
-  ) => {
+  ): AsyncIterable<T> => {
     const planes = targets(ref, call);
     if (planes === undefined) return fn(local);
     o.onForwarded?.();
-    return fn(planes[0] as RemoteDataPlane);
+    return (async function* () {
+      let last: unknown;
+      for (const p of planes) {
+        let streamed = false;
+        try {
+          for await (const item of fn(p)) {
+            streamed = true;
+            yield item;
+          }
+          return;
+        } catch (err) {
+          if (streamed || !refused(err)) throw err;
+          last = err;
+        }
+      }
+      throw unreachable(last);
+    })();
   };
 
   return {

@@ -1,6 +1,11 @@
 import type { CallOptions, Client } from "@connectrpc/connect";
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
-import { type DataService, type OprcFunction, WARNING_HEADER } from "@oprc/grpc-api";
+import {
+  type DataService,
+  type OprcFunction,
+  READ_CONSISTENCY_HEADER,
+  WARNING_HEADER,
+} from "@oprc/grpc-api";
 import type { EntryKey, NormalizeOptions, ObjectIdentity, TidClock } from "@oprc/oprc-id";
 import type { Context } from "hono";
 import { ROUTES } from "../openapi-routes.js";
@@ -14,7 +19,7 @@ import {
 } from "../path-segments.js";
 
 /** Request headers every upstream call carries on. */
-const PASSED_ON = ["authorization", "traceparent", "tracestate"] as const;
+const PASSED_ON = ["authorization", "traceparent", "tracestate", READ_CONSISTENCY_HEADER] as const;
 
 /** The request headers an upstream call carries on (see {@link RouteContext.call}). */
 export function passedOnHeaders(c: Context): Record<string, string> {
