@@ -990,7 +990,12 @@ export class ClusterNode {
         try {
           const res = await this.peerClient(id).raft.changeMembership(
             { group, change, nodeId: BigInt(nodeId) },
-            { timeoutMs: this.electionMs() * 5 },
+            // A promotion may wait for its learner to catch up first.
+            {
+              timeoutMs:
+                this.electionMs() * 5 +
+                (change === ChangeMembershipRequest_Change.PROMOTE ? PROMOTE_WAIT_MS : 0),
+            },
           );
           const c = res.confState ?? create(RaftConfStateSchema);
           const n = (xs: readonly bigint[]) => xs.map(Number);
