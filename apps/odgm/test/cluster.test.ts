@@ -68,6 +68,31 @@ describe("a three-node cluster", () => {
     await cluster.waitReady();
   });
 
+  it("a collection created through a node the metadata group's leader is not on is there on that node at once", async () => {
+    const view = async (id: number) =>
+      (await (await fetch(`${cluster.url(id)}/api/cluster`)).json()) as {
+        groups: { group: string; leader: number }[];
+      };
+    const metaLeader = (await view(1)).groups.find((g) => g.group === "meta")?.leader;
+    const others = cluster.ids.filter((id) => id !== metaLeader);
+    expect(others).toHaveLength(2);
+    for (const via of others) {
+      for (let i = 0; i < 3; i++) {
+        const name = `fresh-${via}-${i}`;
+        await admin(via).createCollection({ name, shardType: "basic" });
+        // The same node, right away: its own copy of the registry already has it.
+        const listed = await admin(via).listCollections({});
+        expect(listed.collections.map((c) => c.name)).toContain(name);
+        await data(via).setValue({
+          clsId: name,
+          objectIdStr: "o",
+          keyStr: "k",
+          value: { data: enc.encode("v") },
+        });
+      }
+    }
+  });
+
   it("a write on any node is readable, linearizably, from every node", async () => {
     for (const writer of cluster.ids) {
       await eventually(() =>

@@ -786,14 +786,14 @@ export class ClusterNode {
   private async propose(
     groupId: string,
     command: Uint8Array,
-  ): Promise<{ result: unknown; local: boolean }> {
+  ): Promise<{ result: unknown; local: boolean; index: number }> {
     const g = this.groups.get(groupId);
     if (g === undefined)
       throw new DataPlaneError("unavailable", `this node does not host group ${groupId}`);
     const leader = g.isLeader ? this.nodeId : await this.leaderOf(g, this.electionMs() * 3);
     if (leader === this.nodeId && g.isLeader) {
       const r = await g.propose(command);
-      return { result: r.result, local: true };
+      return { result: r.result, local: true, index: r.index };
     }
     if (leader === 0) {
       throw new DataPlaneError("unavailable", `group ${groupId} has no leader right now; retry`);
@@ -827,7 +827,11 @@ export class ClusterNode {
       throw ce;
     }
     if (outcome.case === "applied") {
-      return { result: JSON.parse(dec.decode(outcome.value.result)) as unknown, local: false };
+      return {
+        result: JSON.parse(dec.decode(outcome.value.result)) as unknown,
+        local: false,
+        index: Number(outcome.value.index),
+      };
     }
     if (outcome.case === "refused") throw refusalError(outcome.value, leader);
     throw new DataPlaneError("internal", `node ${leader} answered a proposal with no outcome`);
@@ -886,8 +890,7 @@ export class ClusterNode {
       }
       spec = placeCollection(spec, [...this.addresses.keys()]);
     }
-    const { result, local } = await this.propose(
-      META_GROUP,
+    const { result, local } = await this.proposeMeta(
       encodeMetaCommand(createCollectionCommand(spec)),
     );
     if (local && result !== undefined) throw result;
@@ -910,7 +913,23 @@ export class ClusterNode {
         `member ${id}: this cluster's members are ${scheme}// URLs (${this.o.peerTls === undefined ? "mutual TLS is not configured" : "mutual TLS"}), got ${url}`,
       );
     }
-    await this.propose(META_GROUP, encodeMetaCommand({ setMember: { id, url } }));
+    await this.proposeMeta(encodeMetaCommand({ setMember: { id, url } }));
+  }
+
+  /**
+   * Proposes a metadata command and, when the leader applied it elsewhere, waits (bounded)
+   * until this node has applied it too: a caller's next request to this node (writing to
+   * the collection it created, adding the member it recorded) finds it here.
+   */
+  private async proposeMeta(
+    command: Uint8Array,
+  ): Promise<{ result: unknown; local: boolean; index: number }> {
+    const out = await this.propose(META_GROUP, command);
+    const deadline = Date.now() + this.electionMs() * 5;
+    while (!out.local && this.meta.status().applied < out.index && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, Math.min(20, this.o.config.tickMs)));
+    }
+    return out;
   }
 
   /**
