@@ -444,9 +444,15 @@ describe("RaftGroup", () => {
     const leader = c.leader() as RaftGroup<number>;
     for (let i = 0; i < 6; i++) await leader.propose(enc.encode(`v${i}`));
     // At index 9, inside the tail a compaction at 11 keeps.
-    await leader.proposeConfChange({
+    expect(leader.appliedConf()).toMatchObject({ index: 1, conf: { learners: [] } });
+    const change = await leader.proposeConfChange({
       changes: [{ type: "add_learner", nodeId: 4 }],
       transition: "auto",
+    });
+    // Known as applied once the proposal is answered (the core's status takes it later).
+    expect(leader.appliedConf()).toEqual({
+      index: change.index,
+      conf: expect.objectContaining({ voters: [1, 2, 3], learners: [4] }),
     });
     let last = 0;
     for (let i = 6; i < 8; i++) last = (await leader.propose(enc.encode(`v${i}`))).index;
@@ -460,6 +466,9 @@ describe("RaftGroup", () => {
     for (let i = 8; i < 16; i++) await leader.propose(enc.encode(`v${i}`));
     for (let i = 0; i < 100 && leader.status().lastSnapshotIndex <= 8; i++) await c.tick(1);
     expect(c.storages.get(id)?.snapshot().metadata.confState).toMatchObject({ learners: [4] });
+    // Compacted past the change, the membership is the snapshot's, as of its index.
+    const snap = c.storages.get(id)?.snapshot().metadata;
+    expect(leader.appliedConf()).toEqual({ index: snap?.index, conf: snap?.confState });
   });
 
   it("writes a built snapshot to a file, and removes it once no follower is being sent it", async () => {
