@@ -406,6 +406,7 @@ export async function startOdgm(
             registry,
             ids: { maxLength: config.features.maxStringIdLen, unicode: config.features.unicodeIds },
             progressMs: config.changeFeed.progressMs,
+            replicasOf: (cls, partition) => clusterNode.replicasElsewhere({ cls, partition }),
             onWatchers: (d) => metrics.changefeedWatchers.inc(d),
             stop: stopWatches.signal,
           }),

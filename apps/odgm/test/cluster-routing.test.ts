@@ -4,7 +4,7 @@
 // answers UNAVAILABLE.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { CollectionService, DataService } from "@oprc/grpc-api";
+import { CollectionService, DataService, WatchService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import { createRaftCollection, waitFor } from "./fixtures/cluster-probe.js";
@@ -94,6 +94,17 @@ describe("a node without a replica of the partition", () => {
 
     const metrics = await (await fetch(`${cluster.url(4)}/metrics`)).text();
     expect(metrics).toMatch(/odgm_raft_forwarded_total\{kind="request"\} [1-9]/);
+
+    // A watch is served only where a replica is: the refusal says where.
+    const watch = createClient(WatchService, createGrpcTransport({ baseUrl: cluster.url(4) }));
+    const refused = await (async () => {
+      for await (const _ of watch.watch({ clsId: "kv" })) return undefined;
+    })().then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(refused?.code).toBe(Code.FailedPrecondition);
+    expect(refused?.rawMessage).toMatch(/holds no replica of kv\/0: .*\(node 1, node 2, node 3\)/);
   });
 
   it("lists through the next replica when the first is down; REST reads may ask for follower consistency", {

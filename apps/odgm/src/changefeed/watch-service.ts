@@ -34,6 +34,11 @@ export interface WatchServiceOptions {
   readonly progressMs: number;
   /** Records read per storage read. Default 256. */
   readonly pageSize?: number;
+  /**
+   * The nodes holding a replica of a partition this node holds none of (named in the
+   * refusal of a watch of it). Default: none known.
+   */
+  readonly replicasOf?: (cls: string, partition: number) => readonly number[] | undefined;
   /** Told of every watch that starts and ends (for a gauge). */
   readonly onWatchers?: (delta: 1 | -1) => void;
   /** Aborted when the node shuts down: every watch ends with UNAVAILABLE. */
@@ -155,9 +160,10 @@ export function createWatchServiceImpl(o: WatchServiceOptions): ServiceImpl<type
       }
       const shard = o.shards.get(req.clsId, partition);
       if (shard === undefined) {
+        const nodes = o.replicasOf?.(req.clsId, partition) ?? [];
         throw new DataPlaneError(
           "failed_precondition",
-          `this node holds no replica of ${req.clsId}/${partition}: watch a node that does (GET /api/cluster lists them)`,
+          `this node holds no replica of ${req.clsId}/${partition}: watch a node that does${nodes.length === 0 ? "" : ` (node ${nodes.join(", node ")})`}; GET /api/cluster lists the members' addresses`,
         );
       }
       const log = shard.store.changes;
