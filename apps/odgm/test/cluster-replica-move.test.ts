@@ -170,8 +170,14 @@ describe("moving a replica", () => {
       shardAssignments: [{ primary: 1n, replica: [2n, 3n] }],
     });
     await put(1, "before", "trio");
-    // Node 2 goes down; node 4 replaces it meanwhile.
+    // Node 2 goes down; node 4 replaces it meanwhile (once the group has a leader again,
+    // should node 2 have led it).
     await cluster.stop(2, "SIGKILL");
+    const led = await waitFor(
+      async () => [1, 3].includes((await group(1, "trio/0"))?.leader ?? 0),
+      30_000,
+    );
+    expect(led).toBeGreaterThanOrEqual(0);
     await addVoter(1, 4, "trio/0");
     expect((await membership(1, "remove", 2, "trio/0")).voters.sort()).toEqual([1, 3, 4]);
     await put(4, "while node 2 was down", "trio");
