@@ -73,7 +73,11 @@ describe("a three-node cluster", () => {
       (await (await fetch(`${cluster.url(id)}/api/cluster`)).json()) as {
         groups: { group: string; leader: number }[];
       };
-    const metaLeader = (await view(1)).groups.find((g) => g.group === "meta")?.leader;
+    let metaLeader = 0;
+    await eventually(async () => {
+      metaLeader = (await view(1)).groups.find((g) => g.group === "meta")?.leader ?? 0;
+      if (metaLeader === 0) throw new Error("no metadata leader yet");
+    });
     const others = cluster.ids.filter((id) => id !== metaLeader);
     expect(others).toHaveLength(2);
     for (const via of others) {
