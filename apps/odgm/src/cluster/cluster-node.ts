@@ -67,7 +67,7 @@ import {
   type ReplicaSet,
 } from "./meta-state-machine.js";
 import { FORWARDED_HEADER } from "./partition-router.js";
-import { groupIdOf, placeCollection, replicasOf } from "./placement.js";
+import { groupIdOf, parseGroupId, placeCollection, replicasOf } from "./placement.js";
 import { notLeader, RaftGroup, type RaftGroupStatus, type StateMachine } from "./raft-group.js";
 import {
   createRaftServiceImpl,
@@ -523,15 +523,32 @@ export class ClusterNode {
     );
   }
 
+  /** The raft collection and partition of a data group id; `undefined` for any other id. */
+  private raftSpecOf(
+    group: string,
+  ): { spec: CreateCollectionRequest; partition: number } | undefined {
+    const part = parseGroupId(group);
+    const spec = part === undefined ? undefined : this.o.registry.get(part.collection);
+    if (part === undefined || spec?.shardType !== "raft" || part.partition >= spec.partitionCount) {
+      return undefined;
+    }
+    return { spec, partition: part.partition };
+  }
+
+  /** The nodes the collection's placement put a data group on ([] for other ids). */
+  private placedReplicas(group: string): number[] {
+    const raft = this.raftSpecOf(group);
+    return raft === undefined ? [] : (replicasOf(raft.spec)[raft.partition] ?? []);
+  }
+
   /**
    * A leader sends messages for a group this node does not host: it was added to the group
    * (a new learner). Open an empty replica; the leader brings it up to date.
    */
   private adopt(group: string): void {
     if (this.adopted.has(group) || this.closed) return;
-    const slash = group.lastIndexOf("/");
-    const spec = slash < 0 ? undefined : this.o.registry.get(group.slice(0, slash));
-    if (spec?.shardType !== "raft") return;
+    const spec = this.raftSpecOf(group)?.spec;
+    if (spec === undefined) return;
     const retired = this.retired.get(group);
     // Sent before the leader applied this node's removal: not an invitation to rejoin.
     if (retired !== undefined && Date.now() - retired.at < REJOIN_AFTER_MS) return;
@@ -631,17 +648,10 @@ export class ClusterNode {
     const g = this.groups.get(id);
     if (g === undefined || !g.isLeader || this.publishing.has(id) || this.closed) return;
     const { index, conf } = g.appliedConf();
-    const voters = [...new Set([...conf.voters, ...conf.votersOutgoing])];
-    const learners = [...new Set([...conf.learners, ...conf.learnersNext])].filter(
-      (n) => !voters.includes(n),
-    );
+    const { voters, learners } = rolesOf(conf);
     const known = this.replicaSets.get(id);
     if (known === undefined) {
-      const slash = id.lastIndexOf("/");
-      const spec = this.o.registry.get(id.slice(0, slash));
-      const placed =
-        spec === undefined ? [] : (replicasOf(spec)[Number(id.slice(slash + 1))] ?? []);
-      if (learners.length === 0 && sameNodes(voters, placed)) return;
+      if (learners.length === 0 && sameNodes(voters, this.placedReplicas(id))) return;
     } else if (
       known.confIndex >= index ||
       (sameNodes(known.voters, voters) && sameNodes(known.learners, learners))
@@ -706,7 +716,6 @@ export class ClusterNode {
     // if the node is added back, its log replays up to there as history.
     const index = Math.max(group.status().applied, removedAt);
     this.retired.set(id, { voters: [...voters], index, at: Date.now() });
-    const slash = id.lastIndexOf("/");
     try {
       await this.o.nodeShard.write(
         [
@@ -716,7 +725,8 @@ export class ClusterNode {
         { sync: true },
       );
       await group.close();
-      await this.o.onReplicaRemoved?.(id.slice(0, slash), Number(id.slice(slash + 1)));
+      const part = parseGroupId(id);
+      if (part !== undefined) await this.o.onReplicaRemoved?.(part.collection, part.partition);
       this.o.logger.info(
         { group: id, voters },
         "removed from a raft group: its replica here is closed, requests go to its voters",
@@ -761,10 +771,8 @@ export class ClusterNode {
 
   /** Waits (bounded) for `group` to know a leader; resolves with it, or 0. */
   private async leaderOf(group: RaftGroup<unknown>, timeoutMs: number): Promise<number> {
-    const deadline = Date.now() + timeoutMs;
-    while (group.leader === 0 && Date.now() < deadline && !this.closed) {
-      await new Promise((r) => setTimeout(r, Math.min(50, this.o.config.tickMs)));
-    }
+    const step = Math.min(50, this.o.config.tickMs);
+    await waitUntil(() => group.leader !== 0 || this.closed, timeoutMs, step);
     return group.leader;
   }
 
@@ -925,9 +933,9 @@ export class ClusterNode {
     command: Uint8Array,
   ): Promise<{ result: unknown; local: boolean; index: number }> {
     const out = await this.propose(META_GROUP, command);
-    const deadline = Date.now() + this.electionMs() * 5;
-    while (!out.local && this.meta.status().applied < out.index && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, Math.min(20, this.o.config.tickMs)));
+    if (!out.local) {
+      const applied = () => this.meta.status().applied >= out.index || this.closed;
+      await waitUntil(applied, this.electionMs() * 5, Math.min(20, this.o.config.tickMs));
     }
     return out;
   }
@@ -963,21 +971,11 @@ export class ClusterNode {
               ),
           ]
         : [group];
-    if (group !== "*" && group !== META_GROUP) {
-      const slash = group.lastIndexOf("/");
-      const spec = slash < 0 ? undefined : this.o.registry.get(group.slice(0, slash));
-      const partition = Number(group.slice(slash + 1));
-      if (
-        spec?.shardType !== "raft" ||
-        !Number.isInteger(partition) ||
-        partition < 0 ||
-        partition >= spec.partitionCount
-      ) {
-        throw new DataPlaneError(
-          "not_found",
-          `no raft group ${group}: expected "meta", "*" or "<raft collection>/<partition>"`,
-        );
-      }
+    if (group !== "*" && group !== META_GROUP && this.raftSpecOf(group) === undefined) {
+      throw new DataPlaneError(
+        "not_found",
+        `no raft group ${group}: expected "meta", "*" or "<raft collection>/<partition>"`,
+      );
     }
     const out = new Map<string, ConfState>();
     for (const id of ids) out.set(id, await this.changeOne(id, change, nodeId));
@@ -994,12 +992,8 @@ export class ClusterNode {
     // Ask the leader (or, not knowing it, the group's replicas) until one leads.
     const candidates = new Set<number>();
     if (local !== undefined && local.leader !== 0) candidates.add(local.leader);
-    const spec = this.o.registry.get(group.slice(0, group.lastIndexOf("/")));
-    for (const r of spec === undefined
-      ? []
-      : (replicasOf(spec)[Number(group.slice(group.lastIndexOf("/") + 1))] ?? [])) {
-      candidates.add(r);
-    }
+    for (const r of this.replicaSets.get(group)?.voters ?? []) candidates.add(r);
+    for (const r of this.placedReplicas(group)) candidates.add(r);
     for (const id of this.addresses.keys()) candidates.add(id);
     const deadline = Date.now() + this.electionMs() * 10;
     let last: unknown;
@@ -1056,8 +1050,9 @@ export class ClusterNode {
     const single = (type: "add_voter" | "add_learner" | "remove") =>
       g.proposeConfChange({ changes: [{ type, nodeId }], transition: "auto" });
     const conf = g.appliedConf().conf;
-    const voter = conf.voters.includes(nodeId) || conf.votersOutgoing.includes(nodeId);
-    const learner = conf.learners.includes(nodeId) || conf.learnersNext.includes(nodeId);
+    const roles = rolesOf(conf);
+    const voter = roles.voters.includes(nodeId);
+    const learner = roles.learners.includes(nodeId);
     const refuse = (why: string, hint = "") =>
       new DataPlaneError("failed_precondition", `node ${nodeId} ${why} of group ${group}${hint}`);
     switch (change) {
@@ -1082,9 +1077,7 @@ export class ClusterNode {
       case ChangeMembershipRequest_Change.TRANSFER_LEADER: {
         if (!voter) throw refuse("is not a voter");
         g.transferLeader(nodeId);
-        const deadline = Date.now() + this.electionMs() * 3;
-        while (g.leader !== nodeId && Date.now() < deadline)
-          await new Promise((r) => setTimeout(r, 20));
+        await waitUntil(() => g.leader === nodeId, this.electionMs() * 3, 20);
         if (g.leader !== nodeId) {
           throw new DataPlaneError(
             "unavailable",
@@ -1108,19 +1101,18 @@ export class ClusterNode {
    */
   private async caughtUp(g: RaftGroup<unknown>, nodeId: number): Promise<void> {
     const target = g.status().commit;
-    const deadline = Date.now() + PROMOTE_WAIT_MS;
-    for (;;) {
-      const st = g.status();
-      if (st.role !== "leader") throw notLeader(g.id, g.leader);
-      const match = st.match.get(nodeId) ?? 0;
-      if (match >= target) return;
-      if (Date.now() >= deadline) {
-        throw new DataPlaneError(
-          "failed_precondition",
-          `learner ${nodeId} of group ${g.id} has acknowledged ${match} of the ${target} entries committed when its promotion was asked, after ${PROMOTE_WAIT_MS / 1000} s; promote it once it has caught up`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, this.o.config.tickMs));
+    const matched = () => g.status().match.get(nodeId) ?? 0;
+    await waitUntil(
+      () => !g.isLeader || matched() >= target,
+      PROMOTE_WAIT_MS,
+      this.o.config.tickMs,
+    );
+    if (!g.isLeader) throw notLeader(g.id, g.leader);
+    if (matched() < target) {
+      throw new DataPlaneError(
+        "failed_precondition",
+        `learner ${nodeId} of group ${g.id} has acknowledged ${matched()} of the ${target} entries committed when its promotion was asked, after ${PROMOTE_WAIT_MS / 1000} s; promote it once it has caught up`,
+      );
     }
   }
 
@@ -1177,7 +1169,6 @@ export class ClusterNode {
         this.o.logger.warn({ err, group: g.id }, "could not hand off leadership");
       }
     }
-    const deadline = Date.now() + Math.min(maxWaitMs, this.electionMs() * 3);
     // A transfer is waited for while its group is led here, transferring, and its target
     // connected (a target that stopped too cannot take over).
     const waiting = () =>
@@ -1187,9 +1178,11 @@ export class ClusterNode {
           group.status().leadTransferee === to &&
           this.transport.stats().some((p) => p.peer === to && p.connected),
       );
-    while (waiting() && Date.now() < deadline && !this.closed) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitUntil(
+      () => !waiting() || this.closed,
+      Math.min(maxWaitMs, this.electionMs() * 3),
+      10,
+    );
     return {
       moved: handing.filter(({ group }) => !group.isLeader).map(({ group }) => group.id),
       kept: [...this.groups.values()]
@@ -1306,6 +1299,21 @@ function mutationFromJson(json: unknown): MutationResult {
     // Events leave from the leader, which has the config.
     eventConfig: undefined,
   };
+}
+
+/** The voters (of both halves of a joint configuration) and the learners of `conf`. */
+function rolesOf(conf: ConfState): { voters: number[]; learners: number[] } {
+  const voters = [...new Set([...conf.voters, ...conf.votersOutgoing])];
+  const learners = [...new Set([...conf.learners, ...conf.learnersNext])].filter(
+    (n) => !voters.includes(n),
+  );
+  return { voters, learners };
+}
+
+/** Resolves once `done()` holds or `timeoutMs` has passed, checking every `stepMs`. */
+async function waitUntil(done: () => boolean, timeoutMs: number, stepMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, stepMs));
 }
 
 /** Whether two lists name the same nodes. */

@@ -4,7 +4,7 @@ import { create, equals } from "@bufbuild/protobuf";
 import { CreateCollectionRequestSchema } from "@oprc/grpc-api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { placeCollection, replicasOf } from "./placement.js";
+import { groupIdOf, parseGroupId, placeCollection, replicasOf } from "./placement.js";
 
 /** A cluster's member ids, a replica count it can hold, and a partition count. */
 const cluster = fc
@@ -93,5 +93,16 @@ describe("placeCollection", () => {
     expect(() => placeCollection(spec([9n]), [1, 2, 3])).toThrow(/node 9 is not a member/);
     expect(() => placeCollection(spec([]), [1, 2, 3])).toThrow(/must name 2 distinct nodes/);
     expect(replicasOf(placeCollection(spec([3n]), [1, 2, 3]))).toEqual([[1, 3]]);
+  });
+
+  it("reads a group id back into its collection and partition, and nothing else", () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), fc.nat(), (collection, partition) => {
+        expect(parseGroupId(groupIdOf(collection, partition))).toEqual({ collection, partition });
+      }),
+    );
+    for (const id of ["meta", "c/", "/0", "c/-1", "c/1.5", "c/x"]) {
+      expect(parseGroupId(id), id).toBeUndefined();
+    }
   });
 });

@@ -12,6 +12,16 @@ export function groupIdOf(collection: string, partition: number): string {
   return `${collection}/${partition}`;
 }
 
+/** The collection and partition of a group id ({@link groupIdOf}); `undefined` for others ("meta"). */
+export function parseGroupId(id: string): { collection: string; partition: number } | undefined {
+  const slash = id.lastIndexOf("/");
+  const partition = Number(id.slice(slash + 1));
+  if (slash <= 0 || id.length === slash + 1 || !Number.isSafeInteger(partition) || partition < 0) {
+    return undefined;
+  }
+  return { collection: id.slice(0, slash), partition };
+}
+
 /** The replicas (node ids, primary first) of every partition of a placed raft collection. */
 export function replicasOf(spec: CreateCollectionRequest): number[][] {
   return spec.shardAssignments.map((a) => [
