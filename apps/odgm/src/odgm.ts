@@ -47,6 +47,7 @@ import {
   sampleLegacyBlobs,
 } from "./maintenance/maintenance-service.js";
 import { createOdgmMetrics, type OdgmMetrics } from "./observability/metrics.js";
+import { restErrorLogger } from "./observability/rest-error-log.js";
 import { createRpcInstrument, createRpcInterceptor } from "./observability/rpc-interceptor.js";
 import { isOdgmError, OdgmError } from "./odgm-error.js";
 import {
@@ -469,7 +470,7 @@ export async function startOdgm(
         }
         return metrics.registry.metrics();
       },
-      onServerError: (err) => logger.error({ err }, "REST request failed"),
+      onServerError: restErrorLogger(logger),
     });
     // Collection administration lives on the gateway app itself, so unknown routes keep the
     // gateway's JSON 404 and its error format.

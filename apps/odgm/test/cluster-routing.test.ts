@@ -7,7 +7,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService, DataService, WatchService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
-import { createRaftCollection, waitFor } from "./fixtures/cluster-probe.js";
+import { createRaftCollection, leaderOf, waitFor } from "./fixtures/cluster-probe.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -16,7 +16,7 @@ const data = (id: number) =>
   createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
 
 beforeAll(async () => {
-  cluster = await startCluster({ ids: [1, 2, 3, 4] });
+  cluster = await startCluster({ ids: [1, 2, 3, 4], env: { ODGM_RAFT_ELECTION_TICKS: "30" } });
   await cluster.waitReady();
   const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(4) }));
   await createRaftCollection(cluster, admin, {
@@ -140,6 +140,49 @@ describe("a node without a replica of the partition", () => {
       headers: { "odgm-read-consistency": "eventually" },
     });
     expect(bad.status).toBe(400);
+  });
+
+  it("a write the leader's refused connection never carried is UNAVAILABLE, said not applied, with the leader's address", {
+    timeout: 60_000,
+  }, async () => {
+    // Node 1 is down (the case before): with the leader of nodes 2 and 3 killed as well, the
+    // other one still takes it for the leader until its election timeout (1.5-3 s here: 30
+    // ticks, so a loaded machine does not run it out first), and its connection to it is
+    // refused.
+    let leader = 0;
+    await waitFor(async () => {
+      leader = await leaderOf(cluster, "kv/0", 1);
+      return leader !== 0;
+    }, 30_000);
+    expect([2, 3]).toContain(leader);
+    const survivor = leader === 2 ? 3 : 2;
+    await cluster.stop(leader, "SIGKILL");
+    const [grpc, rest] = await Promise.all([
+      data(survivor)
+        .setValue(
+          { clsId: "kv", objectIdStr: "o", keyStr: "x", value: { data: enc.encode("1") } },
+          { timeoutMs: 10_000 },
+        )
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        ),
+      fetch(`${cluster.url(survivor)}/api/class/kv/0/objects/o/values/y`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: '{"value":1}',
+      }),
+    ]);
+    expect(grpc?.code).toBe(Code.Unavailable);
+    expect(grpc?.rawMessage).toMatch(
+      new RegExp(
+        `leader \\(node ${leader}\\) of group kv/0: the connection was refused, so the operation was not applied`,
+      ),
+    );
+    expect(grpc?.metadata.get("odgm-leader-hint")).toBe(cluster.url(leader));
+    expect(rest.status).toBe(503);
+    expect(rest.headers.get("retry-after")).toBe("1");
+    expect(rest.headers.get("odgm-leader-hint")).toBe(cluster.url(leader));
   });
 
   it("answers UNAVAILABLE when no replica can be reached", { timeout: 60_000 }, async () => {

@@ -5,7 +5,7 @@ import {
   createClient,
   createRouterTransport,
 } from "@connectrpc/connect";
-import { DataService, OprcFunction } from "@oprc/grpc-api";
+import { DataService, LEADER_HINT_HEADER, OprcFunction } from "@oprc/grpc-api";
 import { createTidClock } from "@oprc/oprc-id";
 import { describe, expect, it } from "vitest";
 import { memoryServiceRoutes } from "../test/fixtures/memory-data-service.js";
@@ -160,6 +160,36 @@ describe("createRestGateway options", () => {
     expect(seen[0]?.cause).toBeInstanceOf(ConnectError);
     await app.request("/api/class/c/0/objects/nope");
     expect(seen).toHaveLength(1);
+  });
+
+  it("a 503 carries Retry-After and the upstream's leader hint", async () => {
+    const unavailable = (hint?: string) =>
+      createRestGateway({
+        data: {
+          getValue: () =>
+            Promise.reject(
+              new ConnectError(
+                "could not forward to the leader",
+                Code.Unavailable,
+                hint === undefined ? undefined : { [LEADER_HINT_HEADER]: hint },
+              ),
+            ),
+        } as unknown as Client<typeof DataService>,
+      });
+    const hinted = await unavailable("http://10.0.0.3:7003").request(
+      "/api/class/c/0/objects/o/values/k",
+    );
+    expect(hinted.status).toBe(503);
+    expect(hinted.headers.get("retry-after")).toBe("1");
+    expect(hinted.headers.get(LEADER_HINT_HEADER)).toBe("http://10.0.0.3:7003");
+    const plain = await unavailable().request("/api/class/c/0/objects/o/values/k");
+    expect(plain.status).toBe(503);
+    expect(plain.headers.get("retry-after")).toBe("1");
+    expect(plain.headers.has(LEADER_HINT_HEADER)).toBe(false);
+    // Other errors carry neither.
+    const missing = await gateway().request("/api/class/c/0/objects/nope");
+    expect(missing.status).toBe(404);
+    expect(missing.headers.has("retry-after")).toBe(false);
   });
 
   it("a request the client abandoned is a 499, not a server error", async () => {

@@ -1,6 +1,11 @@
-import type { Client } from "@connectrpc/connect";
+import { type Client, ConnectError } from "@connectrpc/connect";
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { DataService, OprcFunction, WatchService } from "@oprc/grpc-api";
+import {
+  type DataService,
+  LEADER_HINT_HEADER,
+  type OprcFunction,
+  type WatchService,
+} from "@oprc/grpc-api";
 import { createTidClock, type NormalizeOptions, type TidClock } from "@oprc/oprc-id";
 import type { Env, Handler, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -13,6 +18,16 @@ import { bindObjectRoutes } from "./routes/object-routes.js";
 import { createRouteContext } from "./routes/route-context.js";
 import { bindServiceRoutes } from "./routes/service-routes.js";
 import { bindValueRoutes } from "./routes/value-routes.js";
+
+/**
+ * Headers of a 503: `Retry-After`, and the upstream's `odgm-leader-hint` (the address of the
+ * partition's leader, when the node could not forward to it) so a client can go there.
+ */
+function retryHeaders(e: GatewayError): Record<string, string> | undefined {
+  if (e.code !== "unavailable") return undefined;
+  const hint = e.cause instanceof ConnectError ? e.cause.metadata.get(LEADER_HINT_HEADER) : null;
+  return { "retry-after": "1", ...(hint === null ? {} : { [LEADER_HINT_HEADER]: hint }) };
+}
 
 /** Options of {@link createRestGateway}. */
 export interface RestGatewayOptions {
@@ -110,7 +125,7 @@ export function createRestGateway(options: RestGatewayOptions): Hono<Env> {
       ? new GatewayError("client_closed_request", "the client closed the request", { cause: err })
       : GatewayError.from(err);
     if (e.status >= 500) options.onServerError?.(e, c.req.raw);
-    return errorResponse(e);
+    return errorResponse(e, retryHeaders(e));
   });
   app.notFound((c) =>
     errorResponse(new GatewayError("not_found", `no route for ${c.req.method} ${c.req.path}`)),

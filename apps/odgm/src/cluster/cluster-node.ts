@@ -57,7 +57,7 @@ import { normalizeCollectionSpec } from "../collections/collection-registry.js";
 import type { ClusterConfig, ReadConsistency } from "../config.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { ShardReplica } from "../shards/shard-manager.js";
-import { isConnectionFailure } from "./connection-failure.js";
+import { isConnectionFailure, isConnectionRefused } from "./connection-failure.js";
 import { guardHttp2ClientSessions } from "./http2-goaway-guard.js";
 import {
   createCollectionCommand,
@@ -825,11 +825,19 @@ export class ClusterNode {
         ce.code === Code.Canceled ||
         isConnectionFailure(ce)
       ) {
+        const leaderHint = this.addresses.get(leader) ?? String(leader);
+        if (isConnectionRefused(ce)) {
+          throw new DataPlaneError(
+            "not_leader",
+            `could not reach the leader (node ${leader}) of group ${groupId}: the connection was refused, so the operation was not applied; retry`,
+            { leaderHint, cause: err },
+          );
+        }
         // No answer came back: the leader may or may not have applied the operation.
         throw new DataPlaneError(
           "not_leader",
           `could not forward to the leader (node ${leader}) of group ${groupId}, or lost its answer (the operation may have been applied): ${ce.rawMessage}`,
-          { leaderHint: this.addresses.get(leader) ?? String(leader), cause: err },
+          { leaderHint, cause: err },
         );
       }
       throw ce;

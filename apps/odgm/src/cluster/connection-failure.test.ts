@@ -6,7 +6,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { RaftService } from "@oprc/grpc-api";
 import { afterEach, describe, expect, it } from "vitest";
-import { isConnectionFailure } from "./connection-failure.js";
+import { isConnectionFailure, isConnectionRefused } from "./connection-failure.js";
 
 const servers: Http2Server[] = [];
 const sessions = new Set<ServerHttp2Session>();
@@ -55,11 +55,12 @@ async function proposeError(url: string): Promise<ConnectError> {
   throw new Error("the call succeeded");
 }
 
-describe("isConnectionFailure", () => {
+describe("isConnectionFailure, isConnectionRefused", () => {
   it("a peer's ABORTED answer is not a connection failure", async () => {
     const ce = await proposeError(await peer("abort"));
     expect(ce.code).toBe(Code.Aborted);
     expect(isConnectionFailure(ce)).toBe(false);
+    expect(isConnectionRefused(ce)).toBe(false);
   });
 
   it("a reset connection is, although Connect reports it as ABORTED too", async () => {
@@ -67,12 +68,16 @@ describe("isConnectionFailure", () => {
     expect(ce.code).toBe(Code.Aborted);
     expect(ce.rawMessage).toMatch(/ECONNRESET/);
     expect(isConnectionFailure(ce)).toBe(true);
+    // It may have carried the call: not a refusal.
+    expect(isConnectionRefused(ce)).toBe(false);
   });
 
   it("a refused connection is", async () => {
     const url = await peer("abort");
     for (const s of sessions) s.destroy();
     await new Promise((r) => (servers.pop() as Http2Server).close(r));
-    expect(isConnectionFailure(await proposeError(url))).toBe(true);
+    const ce = await proposeError(url);
+    expect(isConnectionFailure(ce)).toBe(true);
+    expect(isConnectionRefused(ce)).toBe(true);
   });
 });

@@ -13,3 +13,15 @@ export function isConnectionFailure(ce: ConnectError): boolean {
   }
   return false;
 }
+
+/**
+ * A call whose connection was refused: it never left this node, so it was not applied
+ * anywhere, and sending it elsewhere is safe even for a write.
+ */
+export function isConnectionRefused(ce: ConnectError): boolean {
+  let c: unknown = ce.cause;
+  for (let depth = 0; c instanceof Error && depth < 8; depth++, c = c.cause) {
+    if ((c as { code?: unknown }).code === "ECONNREFUSED") return true;
+  }
+  return false;
+}

@@ -6,7 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { DataPlane, DataPlaneCall, PartitionRef, RemoteDataPlane } from "@oprc/grpc-api";
 import { DataPlaneError, isDataPlaneError } from "@oprc/grpc-api";
-import { isConnectionFailure } from "./connection-failure.js";
+import { isConnectionFailure, isConnectionRefused } from "./connection-failure.js";
 
 /** Header a forwarded call carries (the forwarding node's id); such a call is never forwarded again. */
 export const FORWARDED_HEADER = "odgm-forwarded-by";
@@ -34,8 +34,7 @@ export interface PartitionRouterOptions {
 
 /** A refused connection never carried the call: trying another replica is safe, even for a write. */
 function refused(err: unknown): boolean {
-  const ce = ConnectError.from(err);
-  return isConnectionFailure(ce) && /ECONNREFUSED/.test(`${ce.rawMessage} ${String(ce.cause)}`);
+  return isConnectionRefused(ConnectError.from(err));
 }
 
 /**
