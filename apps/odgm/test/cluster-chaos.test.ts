@@ -4,17 +4,16 @@
 // linearizable (checked with raft-log's WGL checker; "unknown" counts as a failure).
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { CollectionService, DataService } from "@oprc/grpc-api";
+import { CollectionService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runChaosRound } from "./fixtures/chaos-round.js";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
-import { createRaftCollection, leaderOf, waitFor } from "./fixtures/cluster-probe.js";
+import { createRaftCollection, dataClient, leaderOf, waitFor } from "./fixtures/cluster-probe.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 let cluster: TestCluster;
-const data = (id: number) =>
-  createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
+const data = (id: number) => dataClient(cluster, id);
 
 beforeAll(async () => {
   cluster = await startCluster({ faultProxy: true });

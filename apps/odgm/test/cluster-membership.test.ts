@@ -7,13 +7,18 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService, DataService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
-import { clusterView, createRaftCollection, waitFor } from "./fixtures/cluster-probe.js";
+import {
+  clusterView,
+  createRaftCollection,
+  dataClient,
+  postJson,
+  waitFor,
+} from "./fixtures/cluster-probe.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 let cluster: TestCluster;
-const data = (id: number) =>
-  createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
+const data = (id: number) => dataClient(cluster, id);
 /** The data groups (not the metadata group) node `id` reports, or undefined if it does not answer. */
 const dataGroups = async (id: number) =>
   (await clusterView(cluster.url(id)))?.groups.filter((g) => g.group !== "meta");
@@ -28,16 +33,7 @@ afterAll(async () => {
   await cluster?.close();
 });
 
-const post = async (id: number, path: string, body: unknown): Promise<unknown> => {
-  const res = await fetch(`${cluster.url(id)}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const json = (await res.json()) as unknown;
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-};
+const post = (id: number, path: string, body: unknown) => postJson(cluster, id, path, body);
 
 describe("membership changes under load", () => {
   it("adds a node as a learner, promotes it and removes an old one without losing a write", {

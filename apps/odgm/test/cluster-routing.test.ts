@@ -4,16 +4,15 @@
 // answers UNAVAILABLE.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { CollectionService, DataService, WatchService } from "@oprc/grpc-api";
+import { CollectionService, WatchService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
-import { createRaftCollection, leaderOf, waitFor } from "./fixtures/cluster-probe.js";
+import { createRaftCollection, dataClient, leaderOf, waitFor } from "./fixtures/cluster-probe.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 let cluster: TestCluster;
-const data = (id: number) =>
-  createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
+const data = (id: number) => dataClient(cluster, id);
 
 beforeAll(async () => {
   cluster = await startCluster({ ids: [1, 2, 3, 4], env: { ODGM_RAFT_ELECTION_TICKS: "30" } });

@@ -764,6 +764,7 @@ export class ClusterNode {
   ready(): boolean {
     for (const [id, g] of this.groups) {
       const st = g.status();
+      if (st.failure !== undefined) return false;
       if (st.lead === 0 || st.applied < (this.startCommit.get(id) ?? 0)) return false;
     }
     return true;

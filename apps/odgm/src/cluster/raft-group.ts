@@ -17,6 +17,7 @@ import {
   createRaft,
   type Entry,
   type HardState,
+  isRaftError,
   jsonConfChangeCodec,
   type LogStore,
   type Message,
@@ -135,6 +136,8 @@ export interface RaftGroupStatus extends RaftStatus {
   readonly snapshotsSent: number;
   /** Snapshots of the state machine built for followers behind the compacted log. */
   readonly snapshotsBuilt: number;
+  /** Why this node stopped driving the group (a failed write or apply, a lost log). */
+  readonly failure?: string;
 }
 
 /**
@@ -199,6 +202,7 @@ export class RaftGroup<R> {
   /** The point of the snapshot being read, once its state is fixed. */
   private buildingAt: Snapshot["metadata"] | undefined;
   private snapshotsBuilt = 0;
+  private failure: string | undefined;
   /** Ticks before a snapshot is built again after one failed (doubling, up to 30 s). */
   private buildBackoff = 0;
   private lastBackoff = 0;
@@ -316,7 +320,10 @@ export class RaftGroup<R> {
     try {
       this.raft.step(m);
     } catch (err) {
-      this.o.onError?.(err, `message ${m.type} from node ${m.from}`);
+      // This replica's storage lost acknowledged entries: going on would let the leader
+      // count it toward quorums. Stopped, and reported once, until it is removed and re-added.
+      if (isRaftError(err) && err.code === "log_lost") this.fail(err, "storage");
+      else this.o.onError?.(err, `message ${m.type} from node ${m.from}`);
       return;
     }
     this.kick();
@@ -354,7 +361,13 @@ export class RaftGroup<R> {
       snapshotsInstalled: this.snapshotsInstalled,
       snapshotsSent: this.snapshotsSent,
       snapshotsBuilt: this.snapshotsBuilt,
+      ...(this.failure === undefined ? {} : { failure: this.failure }),
     };
+  }
+
+  /** Why this node stopped driving the group; `undefined` while it runs or after a plain close. */
+  get failed(): string | undefined {
+    return this.failure;
   }
 
   /**
@@ -640,10 +653,11 @@ export class RaftGroup<R> {
   }
 
   /** A failed disk write or apply cannot be skipped: stops driving this group. */
-  private fail(err: unknown): void {
+  private fail(err: unknown, what = "ready"): void {
     if (this.closed && this.proposals.size === 0 && this.reads.size === 0) return;
-    this.o.onError?.(err, "ready");
+    this.o.onError?.(err, what);
     this.closed = true;
+    this.failure ??= err instanceof Error ? err.message : String(err);
     for (const p of this.proposals.values()) p.reject(err);
     this.proposals.clear();
     for (const r of this.reads.values()) r.reject(err);

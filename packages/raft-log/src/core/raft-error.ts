@@ -12,6 +12,9 @@
  * - `invalid_argument`: the caller passed something the core cannot accept.
  * - `invalid_state`: the API was used out of order (e.g. `ready()` twice without `advance()`).
  * - `invariant_violation`: the invariant checker found a Raft safety property broken.
+ * - `log_lost`: the leader counts entries as held by this node that its log does not hold:
+ *   its storage lost writes it had acknowledged (Raft needs stable storage). The node must
+ *   not go on as this member; remove it from the group and add it back.
  *
  * Codes of the codecs (log entries, log records, EDN histories), with `offset` set to the
  * byte where decoding failed when known:
@@ -41,6 +44,7 @@ export type RaftErrorCode =
   | "invalid_argument"
   | "invalid_state"
   | "invariant_violation"
+  | "log_lost"
   | "truncated"
   | "bad_varint"
   | "non_minimal_varint"
@@ -67,6 +71,7 @@ const CODES: ReadonlySet<string> = new Set<RaftErrorCode>([
   "invalid_argument",
   "invalid_state",
   "invariant_violation",
+  "log_lost",
   "truncated",
   "bad_varint",
   "non_minimal_varint",

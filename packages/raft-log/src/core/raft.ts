@@ -1147,9 +1147,18 @@ export class Raft {
         this.handleAppendEntries(m);
         return;
       case "heartbeat":
+        // The leader sends the commit index capped at what this node acknowledged having, so
+        // a log that ends before it lost acknowledged entries (etcd panics here). Answering
+        // would let the leader count this node toward quorums it cannot be part of.
+        if (m.commit > this.log.lastIndex()) {
+          throw new RaftError(
+            "log_lost",
+            `node ${this.id}'s log ends at index ${this.log.lastIndex()}, but its leader (node ${m.from}) counts it as holding entries up to ${m.commit}: its storage lost writes it had acknowledged; remove this node from the group and add it back`,
+          );
+        }
         this.electionElapsed = 0;
         this.lead = m.from;
-        this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+        this.log.commitTo(m.commit);
         this.send(
           createMessage({
             type: "heartbeat_resp",

@@ -3,6 +3,7 @@ import { createPrng } from "../prng.js";
 import { isRaftError } from "../raft-error.js";
 import { electLeader, ents, msg, newHarness, take } from "../testing/harness.js";
 import { bytes, Network } from "../testing/network.js";
+import { TestStorage } from "../testing/test-storage.js";
 
 describe("crashes, timing and persistence (§5.5, §5.6)", () => {
   it("scenario 29: persist before replying; a crash before fsync loses no acked entry or promised vote", () => {
@@ -73,6 +74,40 @@ describe("crashes, timing and persistence (§5.5, §5.6)", () => {
     l.storage.sync();
     l.raft.advance();
     expect(l.raft.status().commit).toBe(2);
+  });
+
+  it("a follower whose storage lost acknowledged entries refuses the leader's heartbeat (log_lost)", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    for (let i = 0; i < 5; i++) nt.propose(1, `v${i}`);
+    const acked = nt.raft(1).status().match.get(2) ?? 0;
+    expect(acked).toBeGreaterThanOrEqual(6);
+    // Node 2's disk is replaced: it restarts with an empty log, as a fresh member would.
+    nt.node(2).storage = new TestStorage({ voters: [1, 2, 3] });
+    const wiped = nt.restart(2);
+    const before = wiped.raft.status();
+    let refused: unknown;
+    try {
+      nt.tickAll(2); // the leader's heartbeats reach it
+    } catch (err) {
+      refused = err;
+    }
+    expect(isRaftError(refused) && refused.code).toBe("log_lost");
+    expect(String((refused as Error).message)).toMatch(
+      new RegExp(
+        `log ends at index 0, but its leader \\(node 1\\) counts it as holding entries up to ${acked}`,
+      ),
+    );
+    // No commit index it cannot back was taken from the heartbeat.
+    expect(wiped.raft.status().commit).toBe(before.commit);
+    // A heartbeat it can back is taken as before.
+    const fresh = newHarness(2, [1, 2, 3]);
+    fresh.raft.step(
+      msg({ type: "app", from: 1, to: 2, term: 1, index: 0, logTerm: 0, entries: ents(1, [1, 1]) }),
+    );
+    take(fresh);
+    fresh.raft.step(msg({ type: "heartbeat", from: 1, to: 2, term: 1, commit: 2 }));
+    expect(fresh.raft.status().commit).toBe(2);
   });
 
   it("scenario 30: retried RequestVote and AppendEntries give the same answer, no duplicates", () => {
