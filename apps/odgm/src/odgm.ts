@@ -252,7 +252,7 @@ export async function startOdgm(
         await late?.addCollection(spec);
       },
       onReplicaRemoved: async (cls, partition) => {
-        await late?.removeShard(cls, partition);
+        await late?.removeShard(cls, partition, { erase: true });
       },
       hooks: clusterMetricHooks(metrics),
       ...(tlsFiles?.ca === undefined ? {} : { peerTls: { ...tlsFiles, ca: tlsFiles.ca } }),

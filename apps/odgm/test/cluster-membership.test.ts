@@ -2,9 +2,14 @@
 // group, is promoted, and an original node is removed — with no acknowledged write lost.
 // The removed node closes its replicas and answers for their partitions through the
 // remaining voters, after a restart too, and takes a replica again when added back.
+
+import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createEntryStore } from "@oprc/entry-store";
+import { openRocksEngine } from "@oprc/entry-store/rocksdb";
 import { CollectionService, DataService } from "@oprc/grpc-api";
+import { createRocksLogStore, openRocksLogDatabase } from "@oprc/raft-log/rocksdb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import {
@@ -148,6 +153,24 @@ describe("membership changes under load", () => {
   it("keeps a removed node out of the groups after a restart, until it is added again", {
     timeout: 120_000,
   }, async () => {
+    // Stopped after its removal: node 1 kept nothing of its replicas but the term and vote
+    // of each group's log.
+    const raft = await openRocksLogDatabase({ path: join(cluster.dataDir(1), "raft") });
+    for (const g of ["kv/0", "kv/1"]) {
+      const log = await createRocksLogStore({ database: raft, groupId: g });
+      expect([log.lastIndex(), log.snapshot().metadata.index], g).toEqual([0, 0]);
+      expect(log.initialState().hardState.term, g).toBeGreaterThan(0);
+    }
+    await raft.close();
+    const engine = await openRocksEngine({ location: cluster.dataDir(1) });
+    for (const shard of ["kv/0", "kv/1"]) {
+      const store = await createEntryStore({ engine, shard });
+      expect([store.stats().liveObjects, store.appliedIndex()], shard).toEqual([0n, 0]);
+      expect((await store.listObjects()).objects, shard).toEqual([]);
+      await store.close();
+    }
+    await engine.close();
+
     await cluster.start(1);
     await waitFor(async () => (await dataGroups(1)) !== undefined, 30_000);
     expect(await dataGroups(1)).toEqual([]);

@@ -134,6 +134,45 @@ describe("RocksDB log store specifics", () => {
     }
   });
 
+  it("erase() drops a group's entries and snapshot, keeps its term and vote, and leaves its neighbours", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+    try {
+      const database = await openRocksLogDatabase({ path: dir });
+      const committer = createGroupCommitter(database);
+      const [gone, kept] = await Promise.all(
+        ["g", "g2"].map((groupId) => createRocksLogStore({ database, groupId, committer })),
+      );
+      if (gone === undefined || kept === undefined) throw new Error("not opened");
+      for (const s of [gone, kept]) {
+        await s.save({ entries: run(1, 8, 3), hardState: { term: 3, vote: 2, commit: 8 } });
+        await s.compact(4, {
+          metadata: {
+            index: 4,
+            term: 3,
+            confState: { ...s.initialState().confState, voters: [1, 2] },
+          },
+          data: new Uint8Array([9]),
+        });
+      }
+      await gone.erase();
+      expect(() => gone.lastIndex()).toThrow();
+      const again = await createRocksLogStore({ database, groupId: "g", committer });
+      expect(again.initialState().hardState).toEqual({ term: 3, vote: 2, commit: 0 });
+      expect([again.firstIndex(), again.lastIndex()]).toEqual([1, 0]);
+      expect(again.snapshot().metadata.index).toBe(0);
+      const rows = await database.db.iterator({ column: database.column }).all();
+      // What is left of "g": its hard state only (a group's keys start with its id's length
+      // and the id).
+      const ofG = rows.filter(([k]) => k[0] === 1 && k[1] === "g".charCodeAt(0));
+      expect(ofG).toHaveLength(1);
+      expect([kept.firstIndex(), kept.lastIndex(), kept.term(6)]).toEqual([5, 8, 3]);
+      await committer.close();
+      await database.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("batches the saves of many groups into few synced writes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
     try {

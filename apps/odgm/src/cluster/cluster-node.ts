@@ -96,7 +96,7 @@ export interface ClusterNodeOptions {
   readonly logger: Logger;
   /** Opens the local shards of a collection the metadata group just applied. */
   readonly onCollection: (spec: CreateCollectionRequest) => Promise<void>;
-  /** Closes the local shard of a partition whose Raft group removed this node. */
+  /** Closes the local shard of a partition whose Raft group removed this node and removes its data. */
   readonly onReplicaRemoved?: (cls: string, partition: number) => Promise<void>;
   /** Observers for metrics. */
   readonly hooks?: ClusterHooks;
@@ -145,6 +145,8 @@ const RETIRED_KEY = enc.encode("raft-retired");
 /** A Raft log database shared by the groups of this node, or per-group memory stores. */
 interface LogStorage {
   open(group: string): Promise<LogStore>;
+  /** Drops a group's log here, keeping its term and vote (a replica this node no longer holds). */
+  erase(group: string): Promise<void>;
   /** Where the groups write the snapshots they build for followers (emptied at start). */
   readonly snapshotDir: string;
   /** Where the groups receive snapshots and keep those being installed (not emptied). */
@@ -158,6 +160,7 @@ async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): P
     const snapshotDir = mkdtempSync(join(tmpdir(), "odgm-snapshots-"));
     return {
       open: async () => createMemoryLogStore(),
+      erase: async () => {},
       snapshotDir,
       installDir: snapshotDir,
       close: async () => rmSync(snapshotDir, { recursive: true, force: true }),
@@ -180,6 +183,7 @@ async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): P
   const committer = createGroupCommitter(database);
   return {
     open: (groupId) => createRocksLogStore({ database, groupId, committer }),
+    erase: async (groupId) => (await createRocksLogStore({ database, groupId, committer })).erase(),
     snapshotDir,
     installDir,
     close: async () => {
@@ -725,11 +729,16 @@ export class ClusterNode {
         { sync: true },
       );
       await group.close();
+      // The log first. Stopped in between, the node keeps the shard's data and the applied
+      // index stored with it, which a later re-add skips entries up to (as after an install
+      // whose log record was lost); the other way round would leave a compacted log over an
+      // empty shard, which refuses to open.
+      await this.logs.erase(id);
       const part = parseGroupId(id);
       if (part !== undefined) await this.o.onReplicaRemoved?.(part.collection, part.partition);
       this.o.logger.info(
         { group: id, voters },
-        "removed from a raft group: its replica here is closed, requests go to its voters",
+        "removed from a raft group: its replica here is closed and its log and data removed, requests go to its voters",
       );
     } catch (err) {
       this.o.logger.error({ err, group: id }, "could not retire the replica of a raft group");

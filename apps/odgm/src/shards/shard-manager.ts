@@ -110,9 +110,10 @@ export interface ShardManager {
   addCollection(spec: CreateCollectionRequest): Promise<void>;
   /**
    * Closes and forgets the shard of `(cls, partition)` (a raft replica this node was removed
-   * from); its data stays on disk. A later {@link ShardManager.addCollection} opens it again.
+   * from). With `erase`, removes its data first; otherwise it stays on disk. A later
+   * {@link ShardManager.addCollection} opens it again.
    */
-  removeShard(cls: string, partition: number): Promise<void>;
+  removeShard(cls: string, partition: number, options?: { erase?: boolean }): Promise<void>;
   /** Drains (or, once `signal` aborts, discards) event queues and closes the stores. */
   close(signal?: AbortSignal): Promise<ShutdownReport[]>;
 }
@@ -341,7 +342,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
         }
         if (failure !== undefined) throw failure.err;
       }),
-    removeShard: (cls, partition) =>
+    removeShard: (cls, partition, o = {}) =>
       serialized(cls, async () => {
         const list = collections.get(cls);
         const shard = list?.[partition];
@@ -351,6 +352,11 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
         order.splice(order.indexOf(shard), 1);
         await shard.delivery?.close();
         await shard.events?.close({});
+        // Every record of the shard (objects, event configuration, counters, change log) in
+        // windows of about 1 MiB, and an applied index of 0.
+        if (o.erase === true) {
+          await shard.store.importState(new Uint8Array(0), { appliedIndex: 0, sync: true });
+        }
         await shard.store.close();
       }),
     async close(signal) {

@@ -48,6 +48,13 @@ export interface RocksLogStoreOptions {
 export interface RocksLogStore extends LogStore {
   /** The group id this store was opened for. */
   readonly groupId: string;
+  /**
+   * Removes the group's entries, snapshot and compaction floor in one synced write, keeping
+   * its term and vote (with the commit index 0), then closes the store: for a replica this
+   * node no longer holds. Opened again, the log is a new member's that still remembers whom
+   * it voted for in which term, so it cannot vote twice in one.
+   */
+  erase(): Promise<void>;
 }
 
 /**
@@ -222,6 +229,26 @@ export async function createRocksLogStore(options: RocksLogStoreOptions): Promis
       } catch (e) {
         return Promise.reject(e);
       }
+    },
+    async erase(): Promise<void> {
+      check();
+      const ops: RocksWrite[] = [
+        { type: "del", key: recordKey(prefix, RecordType.snapshotMeta) },
+        { type: "del", key: recordKey(prefix, RecordType.snapshotData) },
+        { type: "del", key: recordKey(prefix, RecordType.floor) },
+      ];
+      for (let i = state.firstIndex(); i <= state.lastIndex(); i++) {
+        ops.push({ type: "del", key: entryKey(prefix, i) });
+      }
+      const { term, vote } = state.hardState;
+      ops.push({
+        type: "put",
+        key: recordKey(prefix, RecordType.hardState),
+        value: encodeHardState({ term, vote, commit: 0 }),
+      });
+      closed = true;
+      if (committer !== undefined) await committer.write(ops);
+      else await database.write(ops, true);
     },
     async close(): Promise<void> {
       closed = true;
