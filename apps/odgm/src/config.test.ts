@@ -30,6 +30,7 @@ describe("loadConfig", () => {
       compactEntries: 100_000,
       compactBytes: 64 * 1024 * 1024,
       catchUpEntries: 5_000,
+      balanceLeaders: true,
     });
     expect(c.collections).toEqual([]);
     expect(c.features).toEqual({
@@ -104,6 +105,7 @@ describe("loadConfig", () => {
     ["ODGM_STRING_ID_WRITES", "sometimes"],
     ["ODGM_RAFT_TICK_MS", "0"],
     ["ODGM_RAFT_CATCHUP_ENTRIES", "-1"],
+    ["ODGM_RAFT_BALANCE_LEADERS", "sometimes"],
     ["ODGM_STORAGE", "leveldb"],
     ["ODGM_H2C_ENGINE", "nghttp2"],
     ["ODGM_LOG_LEVEL", "loud"],

@@ -198,6 +198,11 @@ export interface ClusterConfig {
    * index for followers a little behind (within half the two thresholds above).
    */
   readonly catchUpEntries: number;
+  /**
+   * `ODGM_RAFT_BALANCE_LEADERS` (default on): every 100 ticks, a node that leads at least two
+   * more data groups than a caught-up voter of one of them hands leadership over to it.
+   */
+  readonly balanceLeaders: boolean;
 }
 
 /** How reads of a raft shard are confirmed. */
@@ -353,6 +358,7 @@ function parseCluster(env: Env, port: number, scheme: "http:" | "https:"): Clust
     compactEntries: int(env, "ODGM_RAFT_COMPACT_ENTRIES", 100_000, 10, 100_000_000),
     compactBytes: int(env, "ODGM_RAFT_COMPACT_BYTES", 64 * 1024 * 1024, 64 * 1024, 2 ** 40),
     catchUpEntries: int(env, "ODGM_RAFT_CATCHUP_ENTRIES", 5_000, 0, 100_000_000),
+    balanceLeaders: bool(env, "ODGM_RAFT_BALANCE_LEADERS", true),
   };
 }
 

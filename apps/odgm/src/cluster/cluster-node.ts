@@ -59,6 +59,7 @@ import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { ShardReplica } from "../shards/shard-manager.js";
 import { isConnectionFailure, isConnectionRefused } from "./connection-failure.js";
 import { guardHttp2ClientSessions } from "./http2-goaway-guard.js";
+import { type GroupLeadership, planHandoffs } from "./leader-balance.js";
 import {
   createCollectionCommand,
   encodeMetaCommand,
@@ -133,6 +134,8 @@ const HOSTED_PREFIX = "raft-group/";
 const REJOIN_AFTER_MS = 10_000;
 /** Ticks between a data group leader's checks that the metadata group knows its replica set. */
 const PUBLISH_EVERY_TICKS = 10;
+/** Ticks between two rounds of leadership balancing (`ODGM_RAFT_BALANCE_LEADERS`). */
+const BALANCE_EVERY_TICKS = 100;
 /** How long `promote` waits for a learner to catch up before refusing. */
 const PROMOTE_WAIT_MS = 20_000;
 /** Refusals a membership change gets alike from every leader: not worth asking another. */
@@ -766,6 +769,39 @@ export class ClusterNode {
     if (++this.ticks % PUBLISH_EVERY_TICKS === 0) {
       for (const [id, g] of this.groups)
         if (id !== META_GROUP && g.isLeader) this.publishReplicas(id);
+    }
+    if (this.o.config.balanceLeaders && this.ticks % BALANCE_EVERY_TICKS === 0) {
+      this.balanceLeaders();
+    }
+  }
+
+  /** One round of leadership balancing (see `leader-balance.ts`). */
+  private balanceLeaders(): void {
+    if (this.closed) return;
+    const view: GroupLeadership[] = [];
+    for (const [id, g] of this.groups) {
+      if (id === META_GROUP || g.leader === 0) continue;
+      let candidates: number[] = [];
+      if (g.isLeader && !this.leaving.has(id)) {
+        const st = g.status();
+        if (st.leadTransferee === 0) {
+          candidates = st.confState.voters.filter(
+            (v) => v !== this.nodeId && st.responsive.has(v) && (st.match.get(v) ?? 0) >= st.commit,
+          );
+        }
+      }
+      view.push({ group: id, leader: g.leader, candidates });
+    }
+    for (const h of planHandoffs(this.nodeId, view)) {
+      try {
+        this.groups.get(h.group)?.transferLeader(h.to);
+      } catch {
+        continue; // no longer its leader
+      }
+      this.o.logger.info(
+        { group: h.group, to: h.to },
+        "balancing leadership: handing a group over",
+      );
     }
   }
 
