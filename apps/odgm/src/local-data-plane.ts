@@ -67,6 +67,8 @@ export interface LocalDataPlaneOptions {
   readonly readConsistency?: ReadConsistency;
   /** The address of a cluster member, for hints in errors. */
   readonly addressOf?: (nodeId: number) => string | undefined;
+  /** This node's id in a cluster (for errors about partitions placed on it). */
+  readonly nodeId?: number;
   /** Told when storage refused a write and refuses all writes until the node restarts. */
   readonly onWriteFailed?: (err: Error) => void;
 }
@@ -126,6 +128,13 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     const count = spec?.partitionCount ?? 0;
     if (spec !== undefined && ref.partition < count && spec.shardType === "raft") {
       const replicas = replicasOf(spec)[ref.partition] ?? [];
+      if (options.nodeId !== undefined && replicas.includes(options.nodeId)) {
+        // Placed here, and the collection just created: its replica is still opening.
+        throw new DataPlaneError(
+          "unavailable",
+          `partition ${ref.partition} of ${ref.cls} is still opening on this node; retry`,
+        );
+      }
       throw new DataPlaneError(
         "not_leader",
         `partition ${ref.partition} of ${ref.cls} is replicated on nodes ${replicas.join(", ")}, not on this node`,

@@ -340,6 +340,7 @@ export async function startOdgm(
       invokeTimeoutMs: config.limits.invokeTimeoutMs,
       readConsistency: config.cluster.readConsistency,
       addressOf: (id) => clusterNode.addresses.get(id),
+      nodeId: clusterNode.nodeId,
       onWriteFailed: (err) => {
         if (storageFailure !== undefined) return;
         storageFailure = err.message;

@@ -249,6 +249,8 @@ export class ClusterNode {
   private meta!: RaftGroup<MetaResult>;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Set once the node hands its leadership off to stop. */
+  private handingOff = false;
   private readonly transport;
   /** Aborted when the node stops: ends the Raft streams peers opened to it. */
   private readonly stopping = new AbortController();
@@ -320,6 +322,9 @@ export class ClusterNode {
           this.adopt(group);
           return false;
         }
+        // A node handing its leadership off to stop takes none back (another node's
+        // balancing could pick it, as it then leads the fewest groups).
+        if (this.handingOff && m.type === "timeout_now") return true;
         g.step(m);
         return true;
       },
@@ -777,7 +782,7 @@ export class ClusterNode {
 
   /** One round of leadership balancing (see `leader-balance.ts`). */
   private balanceLeaders(): void {
-    if (this.closed) return;
+    if (this.closed || this.handingOff) return;
     const view: GroupLeadership[] = [];
     for (const [id, g] of this.groups) {
       if (id === META_GROUP || g.leader === 0) continue;
@@ -805,14 +810,37 @@ export class ClusterNode {
     }
   }
 
-  /** True when every group here has a leader and has applied what was committed at start. */
+  /**
+   * True when every raft partition placed here has its group open, and every group here has
+   * a leader and has applied what was committed at start.
+   */
   ready(): boolean {
+    for (const spec of this.o.registry.list()) {
+      if (spec.shardType !== "raft") continue;
+      for (let p = 0; p < spec.partitionCount; p++) {
+        const id = groupIdOf(spec.name, p);
+        if (!this.groups.has(id) && this.placedHere(id, replicasOf(spec)[p] ?? [])) return false;
+      }
+    }
     for (const [id, g] of this.groups) {
       const st = g.status();
       if (st.failure !== undefined) return false;
       if (st.lead === 0 || st.applied < (this.startCommit.get(id) ?? 0)) return false;
     }
     return true;
+  }
+
+  /**
+   * Whether this node should hold a replica of `id`: by the replica set the metadata group
+   * records, else (unless it was removed) by the collection's placement `placed`.
+   */
+  private placedHere(id: string, placed: readonly number[]): boolean {
+    const set = this.replicaSets.get(id);
+    const retired = this.retired.get(id);
+    if (set !== undefined && (retired === undefined || set.confIndex >= retired.index)) {
+      return set.voters.includes(this.nodeId) || set.learners.includes(this.nodeId);
+    }
+    return retired === undefined && placed.includes(this.nodeId);
   }
 
   /** Waits (bounded) for `group` to know a leader; resolves with it, or 0. */
@@ -1196,6 +1224,7 @@ export class ClusterNode {
    * neither list.
    */
   async handOffLeadership(maxWaitMs: number): Promise<{ moved: string[]; kept: string[] }> {
+    this.handingOff = true;
     const connected = new Set(
       this.transport
         .stats()

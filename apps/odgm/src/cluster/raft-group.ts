@@ -365,11 +365,6 @@ export class RaftGroup<R> {
     };
   }
 
-  /** Why this node stopped driving the group; `undefined` while it runs or after a plain close. */
-  get failed(): string | undefined {
-    return this.failure;
-  }
-
   /**
    * The snapshot for a follower behind the compacted log (the core's snapshot source), or
    * undefined while one is being built. A stored snapshot with data (installed here and not

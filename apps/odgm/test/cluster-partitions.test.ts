@@ -1,7 +1,9 @@
-// Leadership balancing on real processes: six raft partitions of three replicas, all of them
-// led by node 1 (through the membership API), end up led two by each node, without anyone
-// moving them — node 1 hands them over (ODGM_RAFT_BALANCE_LEADERS, on by default).
-import { createClient } from "@connectrpc/connect";
+// Many raft partitions on three real nodes. Leadership balancing: six partitions of three
+// replicas, all of them led by node 1 (through the membership API), end up led two by each
+// node, without anyone moving them — node 1 hands them over (ODGM_RAFT_BALANCE_LEADERS, on
+// by default). Readiness: a node is not ready while a partition placed on it is still
+// opening after its collection was created.
+import { ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CollectionService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,6 +77,52 @@ describe("leadership balancing", () => {
         },
         { timeoutMs: 5000 },
       );
+    }
+  });
+
+  it("a node is not ready while a raft partition placed on it is still opening", {
+    timeout: 60_000,
+  }, async () => {
+    // 48 partitions of one replica, all on node 1: it opens their groups one after the other
+    // once the metadata group has applied the collection, each electing itself at once, so
+    // between two of them every group it has open is led (all readiness looked at before).
+    const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(2) }));
+    await waitFor(
+      () =>
+        admin
+          .createCollection({
+            name: "wide",
+            partitionCount: 48,
+            shardType: "raft",
+            replicaCount: 1,
+            shardAssignments: Array.from({ length: 48 }, () => ({ primary: 1n, replica: [] })),
+          })
+          .then(() => true)
+          .catch(() => false),
+      30_000,
+    );
+    // Node 1 has applied the collection (its partitions are placed on it from then on) …
+    const one = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+    await waitFor(
+      async () => (await one.listCollections({})).collections.some((c) => c.name === "wide"),
+      30_000,
+    );
+    // … and is ready again.
+    await waitFor(async () => (await fetch(`${cluster.url(1)}/readyz`)).ok, 30_000);
+    // Ready means every partition placed on node 1 has its group open there: a follower
+    // listing of each is served at once (before, some answered "not on this node").
+    for (let p = 0; p < 48; p++) {
+      const listed = await (async () => {
+        const ids: string[] = [];
+        for await (const o of dataClient(cluster, 1).listObjects(
+          { clsId: "wide", partitionId: p },
+          { headers: { "odgm-read-consistency": "follower" }, timeoutMs: 5000 },
+        )) {
+          ids.push(o.objectId);
+        }
+        return ids;
+      })().catch((e: unknown) => ConnectError.from(e).rawMessage);
+      expect(listed, `partition ${p}`).toEqual([]);
     }
   });
 });
