@@ -67,8 +67,8 @@ export interface LocalDataPlaneOptions {
   readonly readConsistency?: ReadConsistency;
   /** The address of a cluster member, for hints in errors. */
   readonly addressOf?: (nodeId: number) => string | undefined;
-  /** This node's id in a cluster (for errors about partitions placed on it). */
-  readonly nodeId?: number;
+  /** True when a raft partition is placed on this node but its replica is not open yet. */
+  readonly opening?: (cls: string, partition: number) => boolean;
   /** Told when storage refused a write and refuses all writes until the node restarts. */
   readonly onWriteFailed?: (err: Error) => void;
 }
@@ -127,14 +127,13 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
     const spec = options.registry.get(ref.cls);
     const count = spec?.partitionCount ?? 0;
     if (spec !== undefined && ref.partition < count && spec.shardType === "raft") {
-      const replicas = replicasOf(spec)[ref.partition] ?? [];
-      if (options.nodeId !== undefined && replicas.includes(options.nodeId)) {
-        // Placed here, and the collection just created: its replica is still opening.
+      if (options.opening?.(ref.cls, ref.partition) === true) {
         throw new DataPlaneError(
           "unavailable",
           `partition ${ref.partition} of ${ref.cls} is still opening on this node; retry`,
         );
       }
+      const replicas = replicasOf(spec)[ref.partition] ?? [];
       throw new DataPlaneError(
         "not_leader",
         `partition ${ref.partition} of ${ref.cls} is replicated on nodes ${replicas.join(", ")}, not on this node`,

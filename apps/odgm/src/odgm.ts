@@ -252,7 +252,7 @@ export async function startOdgm(
         await late?.addCollection(spec);
       },
       onReplicaRemoved: async (cls, partition) => {
-        await late?.removeShard(cls, partition, { erase: true });
+        await late?.removeShard(cls, partition);
       },
       hooks: clusterMetricHooks(metrics),
       ...(tlsFiles?.ca === undefined ? {} : { peerTls: { ...tlsFiles, ca: tlsFiles.ca } }),
@@ -340,7 +340,7 @@ export async function startOdgm(
       invokeTimeoutMs: config.limits.invokeTimeoutMs,
       readConsistency: config.cluster.readConsistency,
       addressOf: (id) => clusterNode.addresses.get(id),
-      nodeId: clusterNode.nodeId,
+      opening: (cls, partition) => clusterNode.opening(cls, partition),
       onWriteFailed: (err) => {
         if (storageFailure !== undefined) return;
         storageFailure = err.message;

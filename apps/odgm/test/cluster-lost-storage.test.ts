@@ -4,12 +4,10 @@
 // (once, in the log and in /api/cluster) and stays not ready; the README's way back — remove
 // it, start it empty as a new member, add it back — brings it back with the data.
 import { rmSync } from "node:fs";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { CollectionService } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import {
+  collectionAdmin,
   createRaftCollection,
   dataClient,
   leaderOf,
@@ -25,7 +23,7 @@ const data = (id: number) => dataClient(cluster, id);
 beforeAll(async () => {
   cluster = await startCluster();
   await cluster.waitReady();
-  const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+  const admin = collectionAdmin(cluster, 1);
   await createRaftCollection(cluster, admin, { name: "kv" });
 }, 180_000);
 afterAll(async () => {

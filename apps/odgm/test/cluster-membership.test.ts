@@ -8,12 +8,13 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createEntryStore } from "@oprc/entry-store";
 import { openRocksEngine } from "@oprc/entry-store/rocksdb";
-import { CollectionService, DataService } from "@oprc/grpc-api";
+import { DataService } from "@oprc/grpc-api";
 import { createRocksLogStore, openRocksLogDatabase } from "@oprc/raft-log/rocksdb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import {
   clusterView,
+  collectionAdmin,
   createRaftCollection,
   dataClient,
   postJson,
@@ -31,7 +32,7 @@ const dataGroups = async (id: number) =>
 beforeAll(async () => {
   cluster = await startCluster({ ids: [1, 2, 3, 4], startNow: [1, 2, 3], bootstrap: [1, 2, 3] });
   await cluster.waitReady();
-  const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+  const admin = collectionAdmin(cluster, 1);
   await createRaftCollection(cluster, admin, { name: "kv", partitionCount: 2 });
 }, 180_000);
 afterAll(async () => {

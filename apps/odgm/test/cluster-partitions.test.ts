@@ -3,13 +3,12 @@
 // node, without anyone moving them — node 1 hands them over (ODGM_RAFT_BALANCE_LEADERS, on
 // by default). Readiness: a node is not ready while a partition placed on it is still
 // opening after its collection was created.
-import { ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { CollectionService } from "@oprc/grpc-api";
+import { ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import {
   clusterView,
+  collectionAdmin,
   createRaftCollection,
   dataClient,
   postJson,
@@ -22,7 +21,7 @@ let cluster: TestCluster;
 beforeAll(async () => {
   cluster = await startCluster();
   await cluster.waitReady();
-  const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+  const admin = collectionAdmin(cluster, 1);
   await createRaftCollection(cluster, admin, { name: "b", partitionCount: 6 });
 }, 180_000);
 afterAll(async () => {
@@ -86,7 +85,7 @@ describe("leadership balancing", () => {
     // 48 partitions of one replica, all on node 1: it opens their groups one after the other
     // once the metadata group has applied the collection, each electing itself at once, so
     // between two of them every group it has open is led (all readiness looked at before).
-    const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(2) }));
+    const admin = collectionAdmin(cluster, 2);
     await waitFor(
       () =>
         admin
@@ -102,7 +101,7 @@ describe("leadership balancing", () => {
       30_000,
     );
     // Node 1 has applied the collection (its partitions are placed on it from then on) …
-    const one = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+    const one = collectionAdmin(cluster, 1);
     await waitFor(
       async () => (await one.listCollections({})).collections.some((c) => c.name === "wide"),
       30_000,

@@ -5,12 +5,11 @@
 // write acknowledged once the new leader took over fires (the README's at-most-once window
 // covers only what the killed leader had applied and not yet dispatched).
 import { fromBinary } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { CollectionService, EventType, TriggerPayloadSchema } from "@oprc/grpc-api";
+import { EventType, TriggerPayloadSchema } from "@oprc/grpc-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import {
+  collectionAdmin,
   createRaftCollection,
   dataClient,
   leaderOf,
@@ -31,7 +30,7 @@ beforeAll(async () => {
   functions = await startFunctionServer();
   cluster = await startCluster();
   await cluster.waitReady();
-  const admin = createClient(CollectionService, createGrpcTransport({ baseUrl: cluster.url(1) }));
+  const admin = collectionAdmin(cluster, 1);
   await createRaftCollection(cluster, admin, {
     name: "c",
     invocations: { fnRoutes: { "on-k": { url: functions.url } } },

@@ -404,13 +404,7 @@ export class ClusterNode {
     if (spec?.shardType !== "raft" || ref.partition >= spec.partitionCount) return undefined;
     const id = groupIdOf(ref.cls, ref.partition);
     if (this.groups.has(id)) return undefined;
-    const set = this.replicaSets.get(id);
-    const retired = this.retired.get(id);
-    // The newer of the two: the recorded set, or the voters that removed this node.
-    const known =
-      set !== undefined && (retired === undefined || set.confIndex >= retired.index)
-        ? [...set.voters, ...set.learners]
-        : retired?.voters;
+    const known = this.recordedReplicas(id);
     if (forwardedBy !== undefined && known === undefined) return undefined;
     const nodes = (known ?? replicasOf(spec)[ref.partition] ?? []).filter(
       (n) => n !== this.nodeId && n !== forwardedBy,
@@ -817,9 +811,9 @@ export class ClusterNode {
   ready(): boolean {
     for (const spec of this.o.registry.list()) {
       if (spec.shardType !== "raft") continue;
+      const placed = replicasOf(spec);
       for (let p = 0; p < spec.partitionCount; p++) {
-        const id = groupIdOf(spec.name, p);
-        if (!this.groups.has(id) && this.placedHere(id, replicasOf(spec)[p] ?? [])) return false;
+        if (this.openingOf(groupIdOf(spec.name, p), placed[p] ?? [])) return false;
       }
     }
     for (const [id, g] of this.groups) {
@@ -831,16 +825,32 @@ export class ClusterNode {
   }
 
   /**
-   * Whether this node should hold a replica of `id`: by the replica set the metadata group
-   * records, else (unless it was removed) by the collection's placement `placed`.
+   * The replicas of data group `id` as recorded since its placement: the newer of the
+   * replica set the metadata group records and the voters that removed this node;
+   * `undefined` when neither exists (the collection's placement holds).
    */
-  private placedHere(id: string, placed: readonly number[]): boolean {
+  private recordedReplicas(id: string): number[] | undefined {
     const set = this.replicaSets.get(id);
     const retired = this.retired.get(id);
-    if (set !== undefined && (retired === undefined || set.confIndex >= retired.index)) {
-      return set.voters.includes(this.nodeId) || set.learners.includes(this.nodeId);
-    }
-    return retired === undefined && placed.includes(this.nodeId);
+    return set !== undefined && (retired === undefined || set.confIndex >= retired.index)
+      ? [...set.voters, ...set.learners]
+      : retired?.voters;
+  }
+
+  /**
+   * True when partition `partition` of raft collection `cls` is placed on this node (by the
+   * recorded replicas, else by the collection's placement) and its group is not open here
+   * yet: the collection was just created, or the node is starting.
+   */
+  opening(cls: string, partition: number): boolean {
+    const spec = this.o.registry.get(cls);
+    if (spec?.shardType !== "raft") return false;
+    return this.openingOf(groupIdOf(cls, partition), replicasOf(spec)[partition] ?? []);
+  }
+
+  private openingOf(id: string, placed: readonly number[]): boolean {
+    if (this.groups.has(id)) return false;
+    return (this.recordedReplicas(id) ?? placed).includes(this.nodeId);
   }
 
   /** Waits (bounded) for `group` to know a leader; resolves with it, or 0. */

@@ -109,11 +109,11 @@ export interface ShardManager {
   /** Opens the shards of a collection this node holds and has not opened yet (idempotent). */
   addCollection(spec: CreateCollectionRequest): Promise<void>;
   /**
-   * Closes and forgets the shard of `(cls, partition)` (a raft replica this node was removed
-   * from). With `erase`, removes its data first; otherwise it stays on disk. A later
-   * {@link ShardManager.addCollection} opens it again.
+   * Removes the shard of `(cls, partition)` (a raft replica this node was removed from): its
+   * event queues are closed, its records deleted, its store closed and forgotten. A later
+   * {@link ShardManager.addCollection} opens it again, empty.
    */
-  removeShard(cls: string, partition: number, options?: { erase?: boolean }): Promise<void>;
+  removeShard(cls: string, partition: number): Promise<void>;
   /** Drains (or, once `signal` aborts, discards) event queues and closes the stores. */
   close(signal?: AbortSignal): Promise<ShutdownReport[]>;
 }
@@ -342,7 +342,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
         }
         if (failure !== undefined) throw failure.err;
       }),
-    removeShard: (cls, partition, o = {}) =>
+    removeShard: (cls, partition) =>
       serialized(cls, async () => {
         const list = collections.get(cls);
         const shard = list?.[partition];
@@ -354,9 +354,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
         await shard.events?.close({});
         // Every record of the shard (objects, event configuration, counters, change log) in
         // windows of about 1 MiB, and an applied index of 0.
-        if (o.erase === true) {
-          await shard.store.importState(new Uint8Array(0), { appliedIndex: 0, sync: true });
-        }
+        await shard.store.importState(new Uint8Array(0), { appliedIndex: 0, sync: true });
         await shard.store.close();
       }),
     async close(signal) {
