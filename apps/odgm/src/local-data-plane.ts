@@ -133,7 +133,7 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
           `partition ${ref.partition} of ${ref.cls} is still opening on this node; retry`,
         );
       }
-      const replicas = replicasOf(spec)[ref.partition] ?? [];
+      const replicas = replicasOf(spec, ref.partition);
       throw new DataPlaneError(
         "not_leader",
         `partition ${ref.partition} of ${ref.cls} is replicated on nodes ${replicas.join(", ")}, not on this node`,

@@ -406,7 +406,7 @@ export class ClusterNode {
     if (this.groups.has(id)) return undefined;
     const known = this.recordedReplicas(id);
     if (forwardedBy !== undefined && known === undefined) return undefined;
-    const nodes = (known ?? replicasOf(spec)[ref.partition] ?? []).filter(
+    const nodes = (known ?? replicasOf(spec, ref.partition)).filter(
       (n) => n !== this.nodeId && n !== forwardedBy,
     );
     return forwardedBy !== undefined && nodes.length === 0 ? undefined : nodes;
@@ -475,7 +475,7 @@ export class ClusterNode {
       restore: (data, index) => store.importState(data, { appliedIndex: index }),
       persist: () => store.syncApplied(),
     };
-    const replicas = replicasOf(spec)[partition] ?? [];
+    const replicas = replicasOf(spec, partition);
     const bootstrap =
       this.o.config.state === "new" && replicas.includes(this.nodeId) ? replicas : undefined;
     const rejoining = this.retired.get(id);
@@ -523,7 +523,7 @@ export class ClusterNode {
     const id = groupIdOf(spec.name, partition);
     if (this.groups.has(id) || this.adopted.has(id)) return true;
     if (this.retired.has(id)) return false;
-    if ((replicasOf(spec)[partition] ?? []).includes(this.nodeId)) return true;
+    if (replicasOf(spec, partition).includes(this.nodeId)) return true;
     return (
       (await this.o.nodeShard.get("system", enc.encode(`${HOSTED_PREFIX}${id}`))) !== undefined
     );
@@ -544,7 +544,7 @@ export class ClusterNode {
   /** The nodes the collection's placement put a data group on ([] for other ids). */
   private placedReplicas(group: string): number[] {
     const raft = this.raftSpecOf(group);
-    return raft === undefined ? [] : (replicasOf(raft.spec)[raft.partition] ?? []);
+    return raft === undefined ? [] : replicasOf(raft.spec, raft.partition);
   }
 
   /**
@@ -811,9 +811,8 @@ export class ClusterNode {
   ready(): boolean {
     for (const spec of this.o.registry.list()) {
       if (spec.shardType !== "raft") continue;
-      const placed = replicasOf(spec);
       for (let p = 0; p < spec.partitionCount; p++) {
-        if (this.openingOf(groupIdOf(spec.name, p), placed[p] ?? [])) return false;
+        if (this.openingOf(groupIdOf(spec.name, p), replicasOf(spec, p))) return false;
       }
     }
     for (const [id, g] of this.groups) {
@@ -845,7 +844,7 @@ export class ClusterNode {
   opening(cls: string, partition: number): boolean {
     const spec = this.o.registry.get(cls);
     if (spec?.shardType !== "raft") return false;
-    return this.openingOf(groupIdOf(cls, partition), replicasOf(spec)[partition] ?? []);
+    return this.openingOf(groupIdOf(cls, partition), replicasOf(spec, partition));
   }
 
   private openingOf(id: string, placed: readonly number[]): boolean {

@@ -1,10 +1,14 @@
 // Placement of raft collections: given shard_assignments are kept as given, missing ones are
 // filled deterministically with distinct members, and the caller's request is not changed.
 import { create, equals } from "@bufbuild/protobuf";
-import { CreateCollectionRequestSchema } from "@oprc/grpc-api";
+import { type CreateCollectionRequest, CreateCollectionRequestSchema } from "@oprc/grpc-api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { groupIdOf, parseGroupId, placeCollection, replicasOf } from "./placement.js";
+
+/** Every partition's replicas, in partition order. */
+const allReplicas = (spec: CreateCollectionRequest) =>
+  Array.from({ length: spec.partitionCount }, (_, p) => replicasOf(spec, p));
 
 /** A cluster's member ids, a replica count it can hold, and a partition count. */
 const cluster = fc
@@ -49,7 +53,7 @@ describe("placeCollection", () => {
             ),
           });
           const copy = structuredClone(spec);
-          const placed = replicasOf(placeCollection(spec, c.members));
+          const placed = allReplicas(placeCollection(spec, c.members));
           expect(equals(CreateCollectionRequestSchema, spec, copy)).toBe(true);
           expect(placed).toHaveLength(c.partitionCount);
           for (const [p, replicas] of placed.entries()) {
@@ -74,8 +78,8 @@ describe("placeCollection", () => {
             replicaCount: c.replicaCount,
           });
         const order = reversed ? [...c.members].reverse() : c.members;
-        expect(replicasOf(placeCollection(spec(), order))).toEqual(
-          replicasOf(placeCollection(spec(), c.members)),
+        expect(allReplicas(placeCollection(spec(), order))).toEqual(
+          allReplicas(placeCollection(spec(), c.members)),
         );
       }),
     );
@@ -92,7 +96,21 @@ describe("placeCollection", () => {
       });
     expect(() => placeCollection(spec([9n]), [1, 2, 3])).toThrow(/node 9 is not a member/);
     expect(() => placeCollection(spec([]), [1, 2, 3])).toThrow(/must name 2 distinct nodes/);
-    expect(replicasOf(placeCollection(spec([3n]), [1, 2, 3]))).toEqual([[1, 3]]);
+    expect(allReplicas(placeCollection(spec([3n]), [1, 2, 3]))).toEqual([[1, 3]]);
+  });
+
+  it("gives no replicas past the last partition", () => {
+    const spec = placeCollection(
+      create(CreateCollectionRequestSchema, {
+        name: "c",
+        shardType: "raft",
+        partitionCount: 2,
+        replicaCount: 1,
+      }),
+      [1, 2],
+    );
+    expect(replicasOf(spec, 1)).toHaveLength(1);
+    expect(replicasOf(spec, 2)).toEqual([]);
   });
 
   it("reads a group id back into its collection and partition, and nothing else", () => {

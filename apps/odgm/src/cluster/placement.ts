@@ -22,12 +22,16 @@ export function parseGroupId(id: string): { collection: string; partition: numbe
   return { collection: id.slice(0, slash), partition };
 }
 
-/** The replicas (node ids, primary first) of every partition of a placed raft collection. */
-export function replicasOf(spec: CreateCollectionRequest): number[][] {
-  return spec.shardAssignments.map((a) => [
-    ...(a.primary === undefined ? [] : [Number(a.primary)]),
-    ...a.replica.map(Number),
-  ]);
+/**
+ * The replicas (node ids, primary first) of partition `partition` of a placed raft
+ * collection; `[]` past its last partition.
+ */
+export function replicasOf(spec: CreateCollectionRequest, partition: number): number[] {
+  const a = spec.shardAssignments[partition];
+  if (a === undefined) return [];
+  const nodes = a.replica.map(Number);
+  if (a.primary !== undefined) nodes.unshift(Number(a.primary));
+  return nodes;
 }
 
 /**
