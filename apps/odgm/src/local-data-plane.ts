@@ -69,6 +69,12 @@ export interface LocalDataPlaneOptions {
   readonly addressOf?: (nodeId: number) => string | undefined;
   /** True when a raft partition is placed on this node but its replica is not open yet. */
   readonly opening?: (cls: string, partition: number) => boolean;
+  /**
+   * Why the cluster refuses this node (its data directory was wiped or replaced), or
+   * `undefined`: a request for a partition it does not hold is then UNAVAILABLE, not
+   * NOT_FOUND (it may not know the collections).
+   */
+  readonly refused?: () => string | undefined;
   /** Told when storage refused a write and refuses all writes until the node restarts. */
   readonly onWriteFailed?: (err: Error) => void;
 }
@@ -121,6 +127,8 @@ export function createLocalDataPlane(options: LocalDataPlaneOptions): DataPlane 
   const shardOf = (ref: PartitionRef): Shard => {
     const shard = shards.get(ref.cls, ref.partition);
     if (shard !== undefined) return shard;
+    const refused = options.refused?.();
+    if (refused !== undefined) throw new DataPlaneError("unavailable", refused);
     if (!shards.hasCollection(ref.cls)) {
       throw new DataPlaneError("not_found", `collection ${JSON.stringify(ref.cls)} does not exist`);
     }

@@ -341,6 +341,7 @@ export async function startOdgm(
       readConsistency: config.cluster.readConsistency,
       addressOf: (id) => clusterNode.addresses.get(id),
       opening: (cls, partition) => clusterNode.opening(cls, partition),
+      refused: () => clusterNode.failure(),
       onWriteFailed: (err) => {
         if (storageFailure !== undefined) return;
         storageFailure = err.message;

@@ -2,8 +2,11 @@
 // groups' leaders still count it as holding what it acknowledged, which Raft's safety rests
 // on: it must not serve, vote or acknowledge as that member. It stops the group, says why
 // (once, in the log and in /api/cluster) and stays not ready; the README's way back — remove
-// it, start it empty as a new member, add it back — brings it back with the data.
+// it, start it empty as a new member, add it back — brings it back with the data. Where it
+// led (so no leader remembers what it acknowledged), the others still refuse it by its new
+// incarnation, so that it cannot make up a quorum with one of them.
 import { rmSync } from "node:fs";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import {
@@ -21,7 +24,8 @@ let cluster: TestCluster;
 const data = (id: number) => dataClient(cluster, id);
 
 beforeAll(async () => {
-  cluster = await startCluster();
+  // Leadership stays where the test puts it.
+  cluster = await startCluster({ env: { ODGM_RAFT_BALANCE_LEADERS: "false" } });
   await cluster.waitReady();
   const admin = collectionAdmin(cluster, 1);
   await createRaftCollection(cluster, admin, { name: "kv" });
@@ -31,16 +35,52 @@ afterAll(async () => {
 });
 
 const post = (id: number, path: string, body: unknown) => postJson(cluster, id, path, body);
-const meta = async (id: number) => {
+/** A node's `/api/cluster`, or undefined when it does not answer. */
+const status = async (id: number) => {
   const res = await fetch(`${cluster.url(id)}/api/cluster`).catch(() => undefined);
   if (res?.ok !== true) return undefined;
-  const body = (await res.json()) as { groups: { group: string; failure?: string }[] };
-  return body.groups.find((g) => g.group === "meta");
+  return (await res.json()) as {
+    failure?: string;
+    incarnation: number;
+    members: { id: number; incarnation: number }[];
+    groups: {
+      group: string;
+      failure?: string;
+      commitIndex: number;
+      followers: { id: number; match: number }[];
+    }[];
+  };
+};
+const meta = async (id: number) => (await status(id))?.groups.find((g) => g.group === "meta");
+const ready = (id: number) =>
+  waitFor(
+    async () => (await fetch(`${cluster.url(id)}/readyz`).catch(() => undefined))?.ok === true,
+    30_000,
+  );
+const value = async (via: number, key: string) =>
+  dec.decode(
+    (await data(via).getValue({ clsId: "kv", objectIdStr: "o", keyStr: key })).value?.data,
+  );
+/** The README's way back: remove node 2, start it empty as a new member, add it back. */
+const replaceNode2 = async () => {
+  await post(1, "/api/cluster/membership", { group: "*", change: "remove", nodeId: 2 });
+  await cluster.stop(2);
+  rmSync(cluster.dataDir(2), { recursive: true, force: true });
+  await cluster.start(2, { ODGM_CLUSTER_STATE: "existing" });
+  await post(1, "/api/cluster/membership", { group: "*", change: "add_learner", nodeId: 2 });
+  await post(3, "/api/cluster/membership", { group: "*", change: "promote", nodeId: 2 });
+  expect(await ready(2), cluster.output(2).slice(-3000)).toBeGreaterThanOrEqual(0);
 };
 const put = (via: number, key: string) =>
   data(via).setValue(
     { clsId: "kv", objectIdStr: "o", keyStr: key, value: { data: enc.encode(key) } },
     { timeoutMs: 5000 },
+  );
+/** Whether one attempt of {@link put} succeeded. */
+const wrote = (via: number, key: string) =>
+  put(via, key).then(
+    () => true,
+    () => false,
   );
 
 describe("a node that lost its storage", () => {
@@ -81,23 +121,84 @@ describe("a node that lost its storage", () => {
     // The other two go on.
     await put(3, "while-lost");
 
-    // The way back: remove it, start it empty as a new member, add it back.
-    await post(1, "/api/cluster/membership", { group: "*", change: "remove", nodeId: 2 });
-    await cluster.stop(2);
+    await replaceNode2();
+    expect((await meta(2))?.failure).toBeUndefined();
+    for (const key of ["k0", "k9", "while-lost"]) expect(await value(2, key)).toBe(key);
+    await put(2, "after");
+    // Every node knows node 2 by its new incarnation.
+    const incarnation = (await status(2))?.incarnation;
+    const recorded = await waitFor(async () => {
+      for (const id of [1, 3]) {
+        const m = (await status(id))?.members.find((x) => x.id === 2);
+        if (m?.incarnation !== incarnation) return false;
+      }
+      return true;
+    }, 10_000);
+    expect(recorded).toBeGreaterThanOrEqual(0);
+  });
+
+  it("is refused where it led, so it cannot make up a quorum with one of the others", {
+    timeout: 150_000,
+  }, async () => {
+    // Node 2 leads the metadata group and the partition: no leader after it remembers what
+    // it acknowledged, so only its incarnation tells it apart.
+    for (const group of ["meta", "kv/0"]) {
+      const led = await waitFor(async () => {
+        if ((await leaderOf(cluster, group)) === 2) return true;
+        await post(1, "/api/cluster/membership", {
+          group,
+          change: "transfer_leader",
+          nodeId: 2,
+        }).catch(() => undefined);
+        return false;
+      }, 30_000);
+      expect(led, `node 2 leads ${group}`).toBeGreaterThanOrEqual(0);
+    }
+    for (let i = 0; i < 10; i++) await put(2, `led${i}`);
+    await cluster.stop(2, "SIGKILL");
     rmSync(cluster.dataDir(2), { recursive: true, force: true });
-    await cluster.start(2, { ODGM_CLUSTER_STATE: "existing" });
-    await post(1, "/api/cluster/membership", { group: "*", change: "add_learner", nodeId: 2 });
-    await post(3, "/api/cluster/membership", { group: "*", change: "promote", nodeId: 2 });
-    const ready = await waitFor(
-      async () => (await fetch(`${cluster.url(2)}/readyz`).catch(() => undefined))?.ok === true,
+    await cluster.start(2);
+
+    const refused = await waitFor(
+      async () => /incarnation/.test((await status(2))?.failure ?? ""),
       30_000,
     );
-    expect(ready, cluster.output(2).slice(-3000)).toBeGreaterThanOrEqual(0);
-    expect((await meta(2))?.failure).toBeUndefined();
-    for (const key of ["k0", "k9", "while-lost"]) {
-      const v = await data(2).getValue({ clsId: "kv", objectIdStr: "o", keyStr: key });
-      expect(dec.decode(v.value?.data)).toBe(key);
-    }
-    await put(2, "after");
+    expect(refused, cluster.output(2).slice(-3000)).toBeGreaterThanOrEqual(0);
+    expect((await status(2))?.failure).toMatch(
+      /^the cluster knows node 2 as incarnation \d+( \(node [13] addresses it so\))?, but this data directory is incarnation \d+: it was wiped or replaced/,
+    );
+    expect(`${cluster.output(1)}${cluster.output(3)}`).toMatch(
+      /refusing the Raft messages of node 2: its data directory is incarnation \d+, not \d+ as the cluster records/,
+    );
+    expect((await fetch(`${cluster.url(2)}/readyz`)).status).toBe(503);
+    // It knows no collections now: a request is UNAVAILABLE with the reason, not NOT_FOUND.
+    await expect(value(2, "led0")).rejects.toMatchObject({
+      code: Code.Unavailable,
+      rawMessage: expect.stringMatching(/wiped or replaced/),
+    });
+
+    // The partition's leader never counts what node 2 acknowledges now (it would, counting
+    // it as the member it was, within a second or two).
+    const counted = await waitFor(async () => {
+      const l = await leaderOf(cluster, "kv/0", 2);
+      const g = l === 0 ? undefined : (await status(l))?.groups.find((x) => x.group === "kv/0");
+      const f = g?.followers.find((x) => x.id === 2);
+      return g !== undefined && f !== undefined && f.match >= g.commitIndex;
+    }, 8000);
+    expect(counted, "node 2's acknowledgements were counted").toBe(-1);
+    // Nodes 3 and 2 are two of three, but node 2 is not the member that acknowledged what
+    // was committed: node 3 alone cannot commit.
+    await cluster.stop(1, "SIGKILL");
+    // Tried for ten election timeouts and more: counting node 2, node 3 would lead and commit.
+    const committed = await waitFor(() => wrote(3, "without-1"), 10_000, 200);
+    expect(committed, "a write committed without node 1").toBe(-1);
+    await cluster.start(1);
+    const back = await waitFor(() => wrote(3, "back"), 30_000);
+    expect(back, cluster.output(3).slice(-3000)).toBeGreaterThanOrEqual(0);
+    for (const key of ["led0", "led9", "after", "back"]) expect(await value(3, key)).toBe(key);
+
+    await replaceNode2();
+    expect((await status(2))?.failure).toBeUndefined();
+    for (const key of ["led0", "led9", "back"]) expect(await value(2, key)).toBe(key);
   });
 });

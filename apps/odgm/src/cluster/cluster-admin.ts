@@ -31,7 +31,9 @@ export function clusterStatusOf(cluster: ClusterNode): ClusterStatusMessage {
   const n = (x: number) => BigInt(x);
   return create(ClusterStatusSchema, {
     nodeId: n(st.nodeId),
-    members: st.members.map((m) => ({ id: n(m.id), url: m.url })),
+    incarnation: n(st.incarnation),
+    ...(st.failure === undefined ? {} : { failure: st.failure }),
+    members: st.members.map((m) => ({ id: n(m.id), url: m.url, incarnation: n(m.incarnation) })),
     groups: st.groups.map((g) => ({
       group: g.group,
       role: g.role,

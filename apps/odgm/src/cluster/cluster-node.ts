@@ -2,6 +2,7 @@
 // the Raft groups of the raft-collection partitions placed here, their log storage, the
 // clock that ticks them, the transport between nodes, proposals (local or forwarded to
 // the leader), read barriers and membership changes.
+import { randomInt } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -115,7 +116,12 @@ export interface ClusterHooks {
 /** Everything `/api/cluster` reports. */
 export interface ClusterStatus {
   readonly nodeId: number;
-  readonly members: { readonly id: number; readonly url: string }[];
+  /** This node's incarnation (see {@link ClusterNode.incarnation}). */
+  readonly incarnation: number;
+  /** Why the cluster refuses this node ({@link ClusterNode.failure}). */
+  readonly failure: string | undefined;
+  /** Every known member, with the incarnation the metadata group records for it (0: none). */
+  readonly members: { readonly id: number; readonly url: string; readonly incarnation: number }[];
   readonly groups: RaftGroupStatus[];
   /**
    * The replica set of every raft partition whose membership changed since its collection
@@ -144,6 +150,30 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 /** Node-shard key of the groups this node was removed from: JSON `{group: {voters, index}}`. */
 const RETIRED_KEY = enc.encode("raft-retired");
+/** Node-shard key of this node's incarnation (decimal). */
+const INCARNATION_KEY = enc.encode("raft-incarnation");
+/**
+ * How long peers must go on addressing this node by another incarnation before the node
+ * counts itself refused: a peer that has not yet applied the node's re-adding may do so
+ * for a moment.
+ */
+const REFUSED_AFTER_MS = 2000;
+
+/**
+ * This node's incarnation: drawn at its first start on this data directory (and stored,
+ * synced, before any Raft message leaves the node), then read back at every start.
+ */
+async function loadIncarnation(shard: KvShard): Promise<number> {
+  const raw = await shard.get("system", INCARNATION_KEY);
+  const stored = raw === undefined ? 0 : Number(dec.decode(raw));
+  if (Number.isSafeInteger(stored) && stored > 0) return stored;
+  const drawn = randomInt(1, 2 ** 48);
+  await shard.write(
+    [{ type: "put", keyspace: "system", key: INCARNATION_KEY, value: enc.encode(String(drawn)) }],
+    { sync: true },
+  );
+  return drawn;
+}
 
 /** A Raft log database shared by the groups of this node, or per-group memory stores. */
 interface LogStorage {
@@ -232,6 +262,32 @@ export class ClusterNode {
   private readonly replicaSets = new Map<string, ReplicaSet>();
   /** Data groups whose replica set this node is publishing (one proposal at a time). */
   private readonly publishing = new Set<string>();
+  /**
+   * Every node's incarnation as the metadata group records it (`setIncarnation`): Raft
+   * messages of a node under another incarnation are refused (see {@link admit}).
+   */
+  private readonly incarnations = new Map<number, number>();
+  /** Peers whose last batch addressed this node by another incarnation: which, since, last. */
+  private readonly addressedAs = new Map<
+    number,
+    { incarnation: number; since: number; last: number }
+  >();
+  /** Refused peer incarnations already logged (`peer/incarnation`): one line each. */
+  private readonly refusalsLogged = new Set<string>();
+  /** The failure last logged ({@link failure}), so that each is logged once. */
+  private failureLogged: string | undefined;
+  private recordingIncarnation = false;
+  /**
+   * This node's incarnation was proposed and applied by the metadata group's leader: not
+   * proposed again (this node's copy may lag, or, after an upgrade from a version without
+   * incarnations, miss the record), until the record is dropped.
+   */
+  private incarnationProposed = false;
+  /**
+   * The incarnation the metadata group recorded for this node when it refused this one's
+   * (kept until a restart: the way back is to remove the node and start it anew).
+   */
+  private incarnationRefused: number | undefined;
   private ticks = 0;
   /**
    * One HTTP/2 session per peer URL for calls this node makes of its own accord: forwarded
@@ -258,11 +314,19 @@ export class ClusterNode {
   private constructor(
     private readonly o: ClusterNodeOptions,
     private readonly logs: LogStorage,
+    /**
+     * This node's incarnation: a random number its data directory got when the node first
+     * started there. A wiped or replaced directory gets a new one, by which the cluster
+     * tells it from the node that cast its votes and acknowledged its entries.
+     */
+    readonly incarnation: number,
   ) {
     this.nodeId = o.config.nodeId;
     this.addresses = new Map(o.config.members);
     this.transport = createRaftTransport({
       nodeId: this.nodeId,
+      incarnation,
+      incarnationOf: (id) => this.incarnations.get(id),
       ...(o.peerTls === undefined ? {} : { tls: o.peerTls }),
       addressOf: (id) => this.addresses.get(id),
       onUnreachable: (peer, groups) => {
@@ -275,8 +339,9 @@ export class ClusterNode {
   /** Opens the log storage and the metadata group, and starts the clock. */
   static async start(o: ClusterNodeOptions): Promise<ClusterNode> {
     guardHttp2ClientSessions();
+    const incarnation = await loadIncarnation(o.nodeShard);
     const logs = await openLogStorage(o.storage, o.dataDir);
-    const node = new ClusterNode(o, logs);
+    const node = new ClusterNode(o, logs, incarnation);
     try {
       const retired = await o.nodeShard.get("system", RETIRED_KEY);
       if (retired !== undefined) {
@@ -291,6 +356,11 @@ export class ClusterNode {
         registry: o.registry,
         addresses: node.addresses,
         replicaSets: node.replicaSets,
+        incarnations: node.incarnations,
+        onIncarnation: (id, incarnation) => {
+          // Dropped as this node is added back: its directory's incarnation is recorded anew.
+          if (id === node.nodeId && incarnation === undefined) node.incarnationProposed = false;
+        },
         onReplicaSet: (group) => node.checkRemoved(group),
         onCollection: o.onCollection,
         onBadEntry: (err, index) =>
@@ -330,6 +400,7 @@ export class ClusterNode {
       },
       onRejected: (err, from) =>
         this.o.logger.warn({ err, from }, "refused a malformed Raft message from a peer"),
+      admit: (from, incarnations) => this.admit(from, incarnations),
       stop: this.stopping.signal,
     });
     return {
@@ -768,6 +839,8 @@ export class ClusterNode {
     if (++this.ticks % PUBLISH_EVERY_TICKS === 0) {
       for (const [id, g] of this.groups)
         if (id !== META_GROUP && g.isLeader) this.publishReplicas(id);
+      this.recordIncarnation();
+      this.logFailure();
     }
     if (this.o.config.balanceLeaders && this.ticks % BALANCE_EVERY_TICKS === 0) {
       this.balanceLeaders();
@@ -809,6 +882,7 @@ export class ClusterNode {
    * a leader and has applied what was committed at start.
    */
   ready(): boolean {
+    if (this.failure() !== undefined) return false;
     for (const spec of this.o.registry.list()) {
       if (spec.shardType !== "raft") continue;
       for (let p = 0; p < spec.partitionCount; p++) {
@@ -1207,10 +1281,121 @@ export class ClusterNode {
     }
   }
 
+  /**
+   * Whether to deliver a batch of peer `from`: not when the metadata group records the peer
+   * under another incarnation. Its data directory was then wiped or replaced, so it
+   * remembers none of the votes it cast or the entries it acknowledged, and counting it
+   * toward a quorum could elect a leader without committed entries, or a second leader in
+   * a term. It is refused until it is removed and added back. Also notes a peer addressing
+   * this node by another incarnation than its own ({@link failure}).
+   */
+  private admit(from: number, incarnations: { from: number; to: number }): boolean {
+    const now = Date.now();
+    if (incarnations.to !== 0 && incarnations.to !== this.incarnation) {
+      const known = this.addressedAs.get(from);
+      if (known?.incarnation === incarnations.to) known.last = now;
+      else this.addressedAs.set(from, { incarnation: incarnations.to, since: now, last: now });
+    } else {
+      this.addressedAs.delete(from);
+    }
+    const recorded = this.incarnations.get(from);
+    // 0: a node of a version that does not send it.
+    if (recorded === undefined || incarnations.from === 0 || incarnations.from === recorded) {
+      return true;
+    }
+    const key = `${from}/${incarnations.from}`;
+    if (!this.refusalsLogged.has(key)) {
+      this.refusalsLogged.add(key);
+      this.o.logger.warn(
+        { peer: from, incarnation: incarnations.from, recorded },
+        `refusing the Raft messages of node ${from}: its data directory is incarnation ${incarnations.from}, not ${recorded} as the cluster records; it was wiped or replaced and remembers none of its votes or acknowledged entries. Remove node ${from} from the cluster and add it back`,
+      );
+    }
+    return false;
+  }
+
+  /**
+   * Why the cluster refuses this node, or `undefined`: the metadata group records another
+   * incarnation for its id, or peers have addressed it by another one for
+   * {@link REFUSED_AFTER_MS} (they refuse its messages; it may not have the metadata group's
+   * log to see the record itself).
+   */
+  failure(): string | undefined {
+    let recorded = this.incarnationRefused ?? this.incarnations.get(this.nodeId);
+    let by = "";
+    if (recorded === undefined || recorded === this.incarnation) {
+      recorded = undefined;
+      const now = Date.now();
+      for (const [peer, a] of this.addressedAs) {
+        if (now - a.since >= REFUSED_AFTER_MS && now - a.last < REFUSED_AFTER_MS) {
+          recorded = a.incarnation;
+          by = ` (node ${peer} addresses it so)`;
+          break;
+        }
+      }
+    }
+    if (recorded === undefined) return undefined;
+    return `the cluster knows node ${this.nodeId} as incarnation ${recorded}${by}, but this data directory is incarnation ${this.incarnation}: it was wiped or replaced, so the other nodes refuse its Raft messages. Remove node ${this.nodeId} from the cluster (group "*") and add it back`;
+  }
+
+  private logFailure(): void {
+    const failure = this.failure();
+    if (failure !== undefined && failure !== this.failureLogged) {
+      this.o.logger.error({ incarnation: this.incarnation }, failure);
+    }
+    this.failureLogged = failure;
+  }
+
+  /**
+   * Records this node's incarnation in the metadata group, once it is a member of that group
+   * and none is recorded (a first start, or a node added back after it was removed).
+   */
+  private recordIncarnation(): void {
+    if (
+      this.recordingIncarnation ||
+      this.incarnationProposed ||
+      this.closed ||
+      this.incarnationRefused !== undefined ||
+      this.incarnations.has(this.nodeId)
+    ) {
+      return;
+    }
+    const { voters, learners } = rolesOf(this.meta.appliedConf().conf);
+    if (this.meta.leader === 0 || ![...voters, ...learners].includes(this.nodeId)) return;
+    this.recordingIncarnation = true;
+    const cmd = { setIncarnation: { id: this.nodeId, incarnation: this.incarnation } };
+    this.propose(META_GROUP, encodeMetaCommand(cmd))
+      .then(
+        ({ result }) => {
+          // Refused (an OdgmError here, its JSON from another node): another incarnation is
+          // recorded, which this node's copy of the metadata may not show.
+          const refusal = (result as { message?: unknown } | null | undefined)?.message;
+          const recorded = typeof refusal === "string" ? /incarnation (\d+)/.exec(refusal) : null;
+          if (recorded !== null) this.incarnationRefused = Number(recorded[1]);
+          else {
+            this.incarnationProposed = true;
+            this.o.logger.info(
+              { incarnation: this.incarnation },
+              "recorded this node's incarnation",
+            );
+          }
+        },
+        (err: unknown) =>
+          this.o.logger.debug({ err }, "could not record this node's incarnation; will retry"),
+      )
+      .finally(() => {
+        this.recordingIncarnation = false;
+      });
+  }
+
   status(): ClusterStatus {
     return {
       nodeId: this.nodeId,
-      members: [...this.addresses].map(([id, url]) => ({ id, url })).sort((a, b) => a.id - b.id),
+      incarnation: this.incarnation,
+      failure: this.failure(),
+      members: [...this.addresses]
+        .map(([id, url]) => ({ id, url, incarnation: this.incarnations.get(id) ?? 0 }))
+        .sort((a, b) => a.id - b.id),
       groups: [...this.groups.values()]
         .map((g) => g.status())
         .sort((a, b) => (a.group < b.group ? -1 : 1)),

@@ -1,12 +1,13 @@
 // The metadata group's replica sets: a newer configuration replaces an older one (never the
 // reverse), they survive a reopen and travel in a snapshot, and a malformed one is refused
-// without changing anything. Run on RocksDB and on the in-memory engine.
+// without changing anything. Node incarnations: the first recorded stays until the node is
+// added back as a learner. Run on RocksDB and on the in-memory engine.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createMemoryEngine, type KvEngine } from "@oprc/entry-store";
 import { openRocksEngine } from "@oprc/entry-store/rocksdb";
-import type { Entry } from "@oprc/raft-log";
+import { type Entry, jsonConfChangeCodec } from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
 import { openCollectionRegistry } from "../collections/collection-registry.js";
 import { encodeMetaCommand, openMetaStateMachine, type ReplicaSet } from "./meta-state-machine.js";
@@ -44,23 +45,33 @@ const engines: [string, () => Promise<() => Promise<KvEngine>>][] = [
 async function open(engine: KvEngine, seen: [string, ReplicaSet][] = []) {
   const shard = await engine.openShard("node");
   const replicaSets = new Map<string, ReplicaSet>();
+  const incarnations = new Map<number, number>();
   const badEntries: number[] = [];
   const sm = await openMetaStateMachine({
     shard,
     registry: await openCollectionRegistry(shard),
     addresses: new Map(),
     replicaSets,
+    incarnations,
     onReplicaSet: (group, r) => seen.push([group, r]),
     onCollection: async () => undefined,
     onBadEntry: (_err, index) => badEntries.push(index),
   });
-  return { sm, replicaSets, badEntries };
+  return { sm, replicaSets, incarnations, badEntries };
 }
 
 let index = 0;
 const entry = (data: Uint8Array): Entry => ({ index: ++index, term: 1, type: "normal", data });
 const setReplicas = (group: string, replicas: ReplicaSet) =>
   entry(encodeMetaCommand({ setReplicas: { group, replicas } }));
+const setIncarnation = (id: number, incarnation: number) =>
+  entry(encodeMetaCommand({ setIncarnation: { id, incarnation } }));
+const confChange = (type: "add_learner" | "add_voter" | "remove", nodeId: number): Entry => ({
+  index: ++index,
+  term: 1,
+  type: "conf_change",
+  data: jsonConfChangeCodec.encode({ changes: [{ type, nodeId }], transition: "auto" }),
+});
 
 describe.each(engines)("the metadata group's replica sets (%s)", (_name, makeEngine) => {
   it("keeps the newest configuration of each group, across a reopen", async () => {
@@ -113,5 +124,65 @@ describe.each(engines)("the metadata group's replica sets (%s)", (_name, makeEng
     expect(node.badEntries).toEqual(bad.map((e) => e.index));
     expect(node.replicaSets.size).toBe(0);
     expect(node.sm.appliedIndex()).toBe(index);
+  });
+
+  it("keeps a node's first incarnation until the node is added back as a learner", async () => {
+    const reopen = await makeEngine();
+    const node = await open(await reopen());
+    const big = 2 ** 47 + 3;
+    const results = await node.sm.apply([
+      setIncarnation(2, big),
+      // A replaced data directory cannot take the name over: refused with the one recorded.
+      setIncarnation(2, 77),
+      setIncarnation(3, 5),
+      // Neither removal nor promotion forgets it.
+      confChange("remove", 2),
+      confChange("add_voter", 3),
+    ]);
+    expect(results[0]).toBeUndefined();
+    expect(results[1]?.message).toMatch(`node 2 is recorded as incarnation ${big}`);
+    expect([...node.incarnations]).toEqual([
+      [2, big],
+      [3, 5],
+    ]);
+    const reopened = await open(await reopen());
+    expect(reopened.incarnations.get(2)).toBe(big);
+    await reopened.sm.apply([confChange("add_learner", 2), setIncarnation(2, 77)]);
+    expect(reopened.incarnations.get(2)).toBe(77);
+    const again = await open(await reopen());
+    expect([...again.incarnations]).toEqual([
+      [2, 77],
+      [3, 5],
+    ]);
+  });
+
+  it("carries incarnations in a snapshot, replacing the restoring node's", async () => {
+    const reopen = await makeEngine();
+    const from = await open(await reopen());
+    await from.sm.apply([setIncarnation(1, 11), setIncarnation(2, 22)]);
+    const read = await from.sm.snapshot();
+    const chunks: Uint8Array[] = [];
+    for await (const c of read()) chunks.push(c);
+    const to = await open(createMemoryEngine());
+    await to.sm.apply([setIncarnation(2, 99), setIncarnation(4, 44)]);
+    await to.sm.restore(chunks[0] as Uint8Array, 50);
+    expect([...to.incarnations].sort()).toEqual([
+      [1, 11],
+      [2, 22],
+    ]);
+  });
+
+  it("applies a malformed incarnation as a no-op", async () => {
+    const node = await open(createMemoryEngine());
+    const enc = new TextEncoder();
+    const bad = [
+      { setIncarnation: { id: 0, incarnation: 3 } },
+      { setIncarnation: { id: 1, incarnation: -3 } },
+      { setIncarnation: { id: 1, incarnation: "3" } },
+      { setIncarnation: { id: 1, incarnation: 2 ** 60 } },
+    ].map((cmd) => entry(enc.encode(JSON.stringify(cmd))));
+    await node.sm.apply(bad);
+    expect(node.badEntries).toEqual(bad.map((e) => e.index));
+    expect(node.incarnations.size).toBe(0);
   });
 });

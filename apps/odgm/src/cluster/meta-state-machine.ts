@@ -1,6 +1,6 @@
 // The state machine of the metadata group: the collection registry, the cluster's address
-// book and the current replica set of every raft partition whose membership changed since
-// its collection was placed, replicated on every node. Commands are JSON (the same bytes
+// book, the current replica set of every raft partition whose membership changed since
+// its collection was placed, and each node's incarnation, replicated on every node. Commands are JSON (the same bytes
 // reach every replica, so JSON's freedom of form does not matter); applying one is
 // idempotent, so a replay after a restart (the applied index is written after the command)
 // changes nothing.
@@ -11,7 +11,7 @@ import {
   CreateCollectionRequestSchema,
   DataPlaneError,
 } from "@oprc/grpc-api";
-import { type Entry, type SnapshotBytes, snapshotBytes } from "@oprc/raft-log";
+import { type Entry, jsonConfChangeCodec, type SnapshotBytes, snapshotBytes } from "@oprc/raft-log";
 import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { StateMachine } from "./raft-group.js";
@@ -32,7 +32,14 @@ export interface ReplicaSet {
 export type MetaCommand =
   | { readonly createCollection: CreateCollectionRequest }
   | { readonly setMember: { readonly id: number; readonly url: string } }
-  | { readonly setReplicas: { readonly group: string; readonly replicas: ReplicaSet } };
+  | { readonly setReplicas: { readonly group: string; readonly replicas: ReplicaSet } }
+  /**
+   * Node `id`'s data directory is incarnation `incarnation`. Kept only when none is recorded:
+   * a node whose directory was replaced cannot overwrite the record of the old one (refused
+   * with the recorded incarnation). The record is dropped when the node is added to the
+   * metadata group as a learner again.
+   */
+  | { readonly setIncarnation: { readonly id: number; readonly incarnation: number } };
 
 /** The result of one applied command: `undefined` on success, else the refusal. */
 export type MetaResult = OdgmError | undefined;
@@ -40,6 +47,7 @@ export type MetaResult = OdgmError | undefined;
 const APPLIED_KEY = new TextEncoder().encode("meta/applied");
 const MEMBER_PREFIX = "member/";
 const REPLICAS_PREFIX = "replicas/";
+const INCARNATION_PREFIX = "incarnation/";
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -70,11 +78,15 @@ function decodeMetaCommand(data: Uint8Array): MetaCommand {
   if (r !== undefined && typeof r.group === "string") {
     return { setReplicas: { group: r.group, replicas: replicaSetOf(r.replicas) } };
   }
+  const i = raw.setIncarnation as { id?: unknown; incarnation?: unknown } | undefined;
+  if (i !== undefined && isNodeId(i.id) && isNodeId(i.incarnation)) {
+    return { setIncarnation: { id: i.id, incarnation: i.incarnation } };
+  }
   throw new Error("unknown metadata command");
 }
 
-const nodeIds = (v: unknown): v is number[] =>
-  Array.isArray(v) && v.every((n) => Number.isSafeInteger(n) && n > 0);
+const isNodeId = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) > 0;
+const nodeIds = (v: unknown): v is number[] => Array.isArray(v) && v.every(isNodeId);
 
 /** A replica set read back from JSON (the log, a snapshot, the node's shard). */
 function replicaSetOf(v: unknown): ReplicaSet {
@@ -100,6 +112,10 @@ export interface MetaStateMachineOptions {
   readonly addresses: Map<number, string>;
   /** Replica sets learnt from the log (`setReplicas`), by group id. */
   readonly replicaSets: Map<string, ReplicaSet>;
+  /** Node incarnations learnt from the log (`setIncarnation`), by node id. */
+  readonly incarnations: Map<number, number>;
+  /** Told of every incarnation recorded or (`undefined`) dropped, after it is stored. */
+  readonly onIncarnation?: (id: number, incarnation: number | undefined) => void;
   /** Told of every replica set that replaced an older one (after it is stored). */
   readonly onReplicaSet?: (group: string, replicas: ReplicaSet) => void;
   /** Opens what a newly applied collection needs on this node. */
@@ -117,6 +133,7 @@ export async function openMetaStateMachine(
   let applied = raw === undefined ? 0 : Number(dec.decode(raw));
   const memberKey = (id: number) => enc.encode(`${MEMBER_PREFIX}${id}`);
   const replicasKey = (group: string) => enc.encode(`${REPLICAS_PREFIX}${group}`);
+  const incarnationKey = (id: number) => enc.encode(`${INCARNATION_PREFIX}${id}`);
   const load = async (prefix: string, each: (name: string, value: string) => void) => {
     const lo = enc.encode(prefix);
     const hi = lo.slice();
@@ -134,6 +151,45 @@ export async function openMetaStateMachine(
   await load(REPLICAS_PREFIX, (group, json) =>
     o.replicaSets.set(group, replicaSetOf(JSON.parse(json))),
   );
+  await load(INCARNATION_PREFIX, (id, incarnation) =>
+    o.incarnations.set(Number(id), Number(incarnation)),
+  );
+  /** Records (or, with `undefined`, drops) node `id`'s incarnation. */
+  const recordIncarnation = async (id: number, incarnation: number | undefined) => {
+    if (o.incarnations.get(id) === incarnation) return;
+    await shard.write(
+      [
+        incarnation === undefined
+          ? { type: "del", keyspace: "system", key: incarnationKey(id) }
+          : {
+              type: "put",
+              keyspace: "system",
+              key: incarnationKey(id),
+              value: enc.encode(String(incarnation)),
+            },
+      ],
+      { sync: true },
+    );
+    if (incarnation === undefined) o.incarnations.delete(id);
+    else o.incarnations.set(id, incarnation);
+    o.onIncarnation?.(id, incarnation);
+  };
+  /**
+   * A node added as a learner was not in the metadata group: it joins (again) with whatever
+   * data directory it has now, which records its incarnation anew.
+   */
+  const applyConfChange = async (e: Entry) => {
+    let added: number[];
+    try {
+      added = jsonConfChangeCodec
+        .decode(e.data)
+        .changes.filter((c) => c.type === "add_learner")
+        .map((c) => c.nodeId);
+    } catch {
+      return; // refused by the core as well: a no-op
+    }
+    for (const id of added) await recordIncarnation(id, undefined);
+  };
   const saveApplied = (index: number) =>
     shard.write(
       [{ type: "put", keyspace: "system", key: APPLIED_KEY, value: enc.encode(String(index)) }],
@@ -142,6 +198,15 @@ export async function openMetaStateMachine(
       },
     );
   const applyOne = async (cmd: MetaCommand): Promise<MetaResult> => {
+    if ("setIncarnation" in cmd) {
+      const { id, incarnation } = cmd.setIncarnation;
+      const recorded = o.incarnations.get(id);
+      if (recorded === undefined) await recordIncarnation(id, incarnation);
+      else if (recorded !== incarnation) {
+        return new OdgmError("invalid_config", `node ${id} is recorded as incarnation ${recorded}`);
+      }
+      return undefined;
+    }
     if ("setReplicas" in cmd) {
       const { group, replicas } = cmd.setReplicas;
       // Published by whichever node led the group at the time: an older configuration
@@ -200,6 +265,8 @@ export async function openMetaStateMachine(
             o.onBadEntry(err, e.index);
           }
           if (cmd !== undefined) result = await applyOne(cmd);
+        } else if (e.type === "conf_change") {
+          await applyConfChange(e);
         }
         out.push(result);
         applied = e.index;
@@ -216,6 +283,7 @@ export async function openMetaStateMachine(
           collections: o.registry.list().map((c) => toJson(CreateCollectionRequestSchema, c)),
           members: [...o.addresses],
           replicas: [...o.replicaSets],
+          incarnations: [...o.incarnations],
         }),
       );
       return async function* () {
@@ -229,17 +297,30 @@ export async function openMetaStateMachine(
           collections: JsonValue[];
           members: [number, string][];
           replicas?: [string, unknown][];
+          incarnations?: [unknown, unknown][];
         };
         let replicas: [string, ReplicaSet][];
+        let incarnations: Map<number, number>;
         try {
           snap = JSON.parse(dec.decode(snapshotBytes(data)));
-          // Snapshots of versions before replica sets were published have none.
+          // Snapshots of versions before replica sets (incarnations) were recorded have none.
           replicas = (snap.replicas ?? []).map(([g, r]) => [g, replicaSetOf(r)]);
+          incarnations = new Map(
+            (snap.incarnations ?? []).map(([id, n]) => {
+              if (!isNodeId(id) || !isNodeId(n)) throw new Error("malformed incarnation");
+              return [id, n];
+            }),
+          );
         } catch (err) {
           throw new DataPlaneError("invalid_argument", `metadata snapshot is malformed: ${err}`);
         }
         for (const [id, url] of snap.members) await applyOne({ setMember: { id, url } });
         for (const [group, r] of replicas) await applyOne({ setReplicas: { group, replicas: r } });
+        // The snapshot's records replace this node's, which may be older or newer.
+        for (const id of [...o.incarnations.keys()]) {
+          if (!incarnations.has(id)) await recordIncarnation(id, undefined);
+        }
+        for (const [id, n] of incarnations) await recordIncarnation(id, n);
         for (const c of snap.collections) {
           const result = await applyOne({
             createCollection: fromJson(CreateCollectionRequestSchema, c),

@@ -8,6 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   type RaftBatch,
+  RaftBatchSchema,
   RaftEnvelopeSchema,
   RaftMessageSchema,
   type RaftMessageType,
@@ -38,7 +39,12 @@ type ServerKind = "fast path" | "connect";
 
 async function nodeOf(
   id: number,
-  options: { stall?: boolean; stop?: AbortSignal; server?: ServerKind } = {},
+  options: {
+    stall?: boolean;
+    stop?: AbortSignal;
+    server?: ServerKind;
+    admit?: (from: number, incarnations: { from: number; to: number }) => boolean;
+  } = {},
 ): Promise<{
   url: string;
   got: Received[];
@@ -57,6 +63,7 @@ async function nodeOf(
     },
     onRejected: (err) => rejected.push(err),
     ...(options.stop === undefined ? {} : { stop: options.stop }),
+    ...(options.admit === undefined ? {} : { admit: options.admit }),
   });
   const out = { url: "", got, rejected, calls, streams: 0 };
   const raft = {
@@ -105,7 +112,7 @@ const until = async (cond: () => boolean): Promise<void> => {
 };
 
 describe.each<ServerKind>(["fast path", "connect"])("raft transport, %s server", (server) => {
-  const node = (id: number, options: { stall?: boolean; stop?: AbortSignal } = {}) =>
+  const node = (id: number, options: Omit<Parameters<typeof nodeOf>[1], "server"> = {}) =>
     nodeOf(id, { ...options, server });
 
   it("batches the messages of every group bound for a peer, on one stream", async () => {
@@ -131,6 +138,36 @@ describe.each<ServerKind>(["fast path", "connect"])("raft transport, %s server",
     expect(t.stats()[0]?.queued).toBe(0);
   });
 
+  it("sends both nodes' incarnations with every batch; a batch the receiver refuses is dropped whole", async () => {
+    const seen: { from: number; to: number }[] = [];
+    let admitted = false;
+    const peer = await node(2, {
+      admit: (from: number, incarnations: { from: number; to: number }) => {
+        expect(from).toBe(1);
+        seen.push(incarnations);
+        return admitted;
+      },
+    });
+    let known: number | undefined;
+    const t = createRaftTransport({
+      nodeId: 1,
+      addressOf: () => peer.url,
+      incarnation: 2 ** 40 + 7,
+      incarnationOf: (p) => (p === 2 ? known : undefined),
+    });
+    transports.push(t);
+    const heartbeat = () => createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 });
+    t.send("g", [heartbeat(), heartbeat()]);
+    await until(() => seen.length === 1);
+    expect(seen[0]).toEqual({ from: 2 ** 40 + 7, to: 0 });
+    expect(peer.got).toHaveLength(0);
+    admitted = true;
+    known = 99;
+    t.send("g", [heartbeat()]);
+    await until(() => peer.got.length === 1);
+    expect(seen[1]).toEqual({ from: 2 ** 40 + 7, to: 99 });
+  });
+
   it("drops a malformed message of a batch, delivers the rest, and refuses batches for another node", async () => {
     const peer = await node(2);
     const impl = createRaftServiceImpl({
@@ -150,16 +187,13 @@ describe.each<ServerKind>(["fast path", "connect"])("raft transport, %s server",
       group: "g",
       message: create(RaftMessageSchema, { type: 10, from: 3n, to: 2n, term: 1n }),
     });
-    impl.receive({
-      $typeName: "oprc.RaftBatch",
-      fromNode: 1n,
-      toNode: 2n,
-      messages: [bad, ok, forged],
-    });
+    impl.receive(
+      create(RaftBatchSchema, { fromNode: 1n, toNode: 2n, messages: [bad, ok, forged] }),
+    );
     expect(peer.got).toHaveLength(1);
     expect(peer.rejected).toHaveLength(2);
     expect(() =>
-      impl.receive({ $typeName: "oprc.RaftBatch", fromNode: 1n, toNode: 9n, messages: [ok] }),
+      impl.receive(create(RaftBatchSchema, { fromNode: 1n, toNode: 9n, messages: [ok] })),
     ).toThrow(/not node 9/);
   });
 

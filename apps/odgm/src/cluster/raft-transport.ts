@@ -41,6 +41,10 @@ export interface RaftTransportOptions {
   readonly callTimeoutMs?: number;
   /** Client certificate and CA for `https://` peers (mutual TLS between nodes). */
   readonly tls?: PeerTls;
+  /** This node's incarnation, sent with every batch (0 or absent: not told). */
+  readonly incarnation?: number;
+  /** The incarnation the cluster records for `peer`, sent with every batch to it. */
+  readonly incarnationOf?: (peer: number) => number | undefined;
 }
 
 /** What a node presents to its peers and checks them against (PEM). */
@@ -304,7 +308,12 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       timeoutMs,
     );
     stalled.unref();
-    const frame = frameMessage(encodeRaftBatch(options.nodeId, p.id, envelopes));
+    const frame = frameMessage(
+      encodeRaftBatch(options.nodeId, p.id, envelopes, {
+        from: options.incarnation ?? 0,
+        to: options.incarnationOf?.(p.id) ?? 0,
+      }),
+    );
     const written = (err: Error | null | undefined): void => {
       clearTimeout(stalled);
       if (err) {
@@ -405,6 +414,11 @@ export interface RaftServiceOptions {
   /** Told of every message refused as malformed (it is dropped; the node keeps serving). */
   readonly onRejected: (err: unknown, fromNode: number) => void;
   /**
+   * Whether to deliver a batch of node `fromNode`, which gave its own incarnation and the one
+   * it knows this node by (0: not told): a batch refused is dropped whole. Default: all.
+   */
+  readonly admit?: (fromNode: number, incarnations: { from: number; to: number }) => boolean;
+  /**
    * Ends every open `Stream` call (and any opened later) when aborted: the node is stopping.
    * Its peers see the stream end, count this node unreachable, and reconnect with backoff.
    */
@@ -426,6 +440,8 @@ export function createRaftServiceImpl(options: RaftServiceOptions): {
     }
     const unknown = new Set<string>();
     const from = Number(req.fromNode);
+    const incarnations = { from: Number(req.fromIncarnation), to: Number(req.toIncarnation) };
+    if (options.admit?.(from, incarnations) === false) return create(RaftBatchAckSchema);
     for (const env of req.messages) {
       let m: Message;
       try {

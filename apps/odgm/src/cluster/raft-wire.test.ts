@@ -31,6 +31,7 @@ const types: MessageType[] = [
 ];
 const n = fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER });
 const id = fc.integer({ min: 1, max: 1000 });
+const incarnation = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 2 ** 48 }));
 const bytes = fc.uint8Array({ maxLength: 16 });
 
 const messageArb: fc.Arbitrary<Message> = fc
@@ -150,12 +151,15 @@ describe("raft wire codec", () => {
         id,
         id,
         fc.array(fc.record({ group: groupArb, message: messageArb }), { maxLength: 5 }),
-        (from, to, messages) => {
-          const bytes = encodeRaftBatch(from, to, messages);
+        fc.record({ from: incarnation, to: incarnation }),
+        (from, to, messages, incarnations) => {
+          const bytes = encodeRaftBatch(from, to, messages, incarnations);
           const expected = create(RaftBatchSchema, {
             fromNode: BigInt(from),
             toNode: BigInt(to),
             messages: messages.map((g) => ({ group: g.group, message: reference(g.message) })),
+            fromIncarnation: BigInt(incarnations.from),
+            toIncarnation: BigInt(incarnations.to),
           });
           expect(Buffer.from(bytes)).toEqual(Buffer.from(toBinary(RaftBatchSchema, expected)));
           const back = fromBinary(RaftBatchSchema, bytes);

@@ -61,16 +61,19 @@ export interface GroupMessage {
  * up front — the same bytes protobuf-es writes for the same batch (fields in number order,
  * zero values left out, repeated numbers packed), without building its message objects
  * and converting every number to a bigint. This runs for every batch a node sends, and
- * heartbeats of many groups make many. Local message types are refused.
+ * heartbeats of many groups make many. Local message types are refused. `incarnations` are
+ * the sender's own and the one it knows the receiver by (0: none).
  */
 export function encodeRaftBatch(
   from: number,
   to: number,
   messages: readonly GroupMessage[],
+  incarnations: { readonly from: number; readonly to: number } = NO_INCARNATIONS,
 ): Uint8Array {
   const groups: number[] = [];
   const sizes: number[] = [];
-  let size = uintField(from) + uintField(to);
+  let size =
+    uintField(from) + uintField(to) + uintField(incarnations.from) + uintField(incarnations.to);
   for (const { group, message } of messages) {
     if (!TO_WIRE.has(message.type)) {
       throw new RaftWireError(`message type ${message.type} is local`);
@@ -95,8 +98,12 @@ export function encodeRaftBatch(
     w.len(2, m);
     writeMessage(w, message);
   }
+  w.uint(4, incarnations.from);
+  w.uint(5, incarnations.to);
   return w.buf;
 }
+
+const NO_INCARNATIONS = { from: 0, to: 0 };
 
 const VARINT = 0;
 const LEN = 2;

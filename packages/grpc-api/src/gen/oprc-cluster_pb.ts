@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oprc-cluster.proto.
  */
 export const file_oprc_cluster: GenFile = /*@__PURE__*/
-  fileDesc("ChJvcHJjLWNsdXN0ZXIucHJvdG8SBG9wcmMiEwoRR2V0Q2x1c3RlclJlcXVlc3QiKwoQU2V0TWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoBBILCgN1cmwYAiABKAkiKAoNQ2x1c3Rlck1lbWJlchIKCgJpZBgBIAEoBBILCgN1cmwYAiABKAkiOgoQRm9sbG93ZXJQcm9ncmVzcxIKCgJpZBgBIAEoBBINCgVtYXRjaBgCIAEoBBILCgNsYWcYAyABKAQi/AIKD1JhZnRHcm91cFN0YXR1cxINCgVncm91cBgBIAEoCRIMCgRyb2xlGAIgASgJEg4KBmxlYWRlchgDIAEoBBIMCgR0ZXJtGAQgASgEEhQKDGNvbW1pdF9pbmRleBgFIAEoBBIVCg1hcHBsaWVkX2luZGV4GAYgASgEEhMKC2ZpcnN0X2luZGV4GAcgASgEEhIKCmxhc3RfaW5kZXgYCCABKAQSGwoTbGFzdF9zbmFwc2hvdF9pbmRleBgJIAEoBBIWCg5zbmFwc2hvdHNfc2VudBgKIAEoBBIbChNzbmFwc2hvdHNfaW5zdGFsbGVkGAsgASgEEg4KBnZvdGVycxgMIAMoBBIQCghsZWFybmVycxgNIAMoBBIpCglmb2xsb3dlcnMYDiADKAsyFi5vcHJjLkZvbGxvd2VyUHJvZ3Jlc3MSFwoPc25hcHNob3RzX2J1aWx0GA8gASgEEhQKB2ZhaWx1cmUYECABKAlIAIgBAUIKCghfZmFpbHVyZSKYAQoNQ2x1c3RlclN0YXR1cxIPCgdub2RlX2lkGAEgASgEEiQKB21lbWJlcnMYAiADKAsyEy5vcHJjLkNsdXN0ZXJNZW1iZXISJQoGZ3JvdXBzGAMgAygLMhUub3ByYy5SYWZ0R3JvdXBTdGF0dXMSKQoIcmVwbGljYXMYBCADKAsyFy5vcHJjLlBhcnRpdGlvblJlcGxpY2FzIlgKEVBhcnRpdGlvblJlcGxpY2FzEg0KBWdyb3VwGAEgASgJEg4KBnZvdGVycxgCIAMoBBIQCghsZWFybmVycxgDIAMoBBISCgpjb25mX2luZGV4GAQgASgEIpwBChlDaGFuZ2VNZW1iZXJzaGlwc1Jlc3BvbnNlEjsKBmdyb3VwcxgBIAMoCzIrLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcHNSZXNwb25zZS5Hcm91cHNFbnRyeRpCCgtHcm91cHNFbnRyeRILCgNrZXkYASABKAkSIgoFdmFsdWUYAiABKAsyEy5vcHJjLlJhZnRDb25mU3RhdGU6AjgBMtoBCg5DbHVzdGVyU2VydmljZRI6CgpHZXRDbHVzdGVyEhcub3ByYy5HZXRDbHVzdGVyUmVxdWVzdBoTLm9wcmMuQ2x1c3RlclN0YXR1cxI4CglTZXRNZW1iZXISFi5vcHJjLlNldE1lbWJlclJlcXVlc3QaEy5vcHJjLkNsdXN0ZXJTdGF0dXMSUgoQQ2hhbmdlTWVtYmVyc2hpcBIdLm9wcmMuQ2hhbmdlTWVtYmVyc2hpcFJlcXVlc3QaHy5vcHJjLkNoYW5nZU1lbWJlcnNoaXBzUmVzcG9uc2ViBnByb3RvMw", [file_oprc_raft]);
+  fileDesc("ChJvcHJjLWNsdXN0ZXIucHJvdG8SBG9wcmMiEwoRR2V0Q2x1c3RlclJlcXVlc3QiKwoQU2V0TWVtYmVyUmVxdWVzdBIKCgJpZBgBIAEoBBILCgN1cmwYAiABKAkiPQoNQ2x1c3Rlck1lbWJlchIKCgJpZBgBIAEoBBILCgN1cmwYAiABKAkSEwoLaW5jYXJuYXRpb24YAyABKAQiOgoQRm9sbG93ZXJQcm9ncmVzcxIKCgJpZBgBIAEoBBINCgVtYXRjaBgCIAEoBBILCgNsYWcYAyABKAQi/AIKD1JhZnRHcm91cFN0YXR1cxINCgVncm91cBgBIAEoCRIMCgRyb2xlGAIgASgJEg4KBmxlYWRlchgDIAEoBBIMCgR0ZXJtGAQgASgEEhQKDGNvbW1pdF9pbmRleBgFIAEoBBIVCg1hcHBsaWVkX2luZGV4GAYgASgEEhMKC2ZpcnN0X2luZGV4GAcgASgEEhIKCmxhc3RfaW5kZXgYCCABKAQSGwoTbGFzdF9zbmFwc2hvdF9pbmRleBgJIAEoBBIWCg5zbmFwc2hvdHNfc2VudBgKIAEoBBIbChNzbmFwc2hvdHNfaW5zdGFsbGVkGAsgASgEEg4KBnZvdGVycxgMIAMoBBIQCghsZWFybmVycxgNIAMoBBIpCglmb2xsb3dlcnMYDiADKAsyFi5vcHJjLkZvbGxvd2VyUHJvZ3Jlc3MSFwoPc25hcHNob3RzX2J1aWx0GA8gASgEEhQKB2ZhaWx1cmUYECABKAlIAIgBAUIKCghfZmFpbHVyZSLPAQoNQ2x1c3RlclN0YXR1cxIPCgdub2RlX2lkGAEgASgEEiQKB21lbWJlcnMYAiADKAsyEy5vcHJjLkNsdXN0ZXJNZW1iZXISJQoGZ3JvdXBzGAMgAygLMhUub3ByYy5SYWZ0R3JvdXBTdGF0dXMSKQoIcmVwbGljYXMYBCADKAsyFy5vcHJjLlBhcnRpdGlvblJlcGxpY2FzEhMKC2luY2FybmF0aW9uGAUgASgEEhQKB2ZhaWx1cmUYBiABKAlIAIgBAUIKCghfZmFpbHVyZSJYChFQYXJ0aXRpb25SZXBsaWNhcxINCgVncm91cBgBIAEoCRIOCgZ2b3RlcnMYAiADKAQSEAoIbGVhcm5lcnMYAyADKAQSEgoKY29uZl9pbmRleBgEIAEoBCKcAQoZQ2hhbmdlTWVtYmVyc2hpcHNSZXNwb25zZRI7CgZncm91cHMYASADKAsyKy5vcHJjLkNoYW5nZU1lbWJlcnNoaXBzUmVzcG9uc2UuR3JvdXBzRW50cnkaQgoLR3JvdXBzRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMub3ByYy5SYWZ0Q29uZlN0YXRlOgI4ATLaAQoOQ2x1c3RlclNlcnZpY2USOgoKR2V0Q2x1c3RlchIXLm9wcmMuR2V0Q2x1c3RlclJlcXVlc3QaEy5vcHJjLkNsdXN0ZXJTdGF0dXMSOAoJU2V0TWVtYmVyEhYub3ByYy5TZXRNZW1iZXJSZXF1ZXN0GhMub3ByYy5DbHVzdGVyU3RhdHVzElIKEENoYW5nZU1lbWJlcnNoaXASHS5vcHJjLkNoYW5nZU1lbWJlcnNoaXBSZXF1ZXN0Gh8ub3ByYy5DaGFuZ2VNZW1iZXJzaGlwc1Jlc3BvbnNlYgZwcm90bzM", [file_oprc_raft]);
 
 /**
  * @generated from message oprc.GetClusterRequest
@@ -86,6 +86,14 @@ export type ClusterMember = Message<"oprc.ClusterMember"> & {
    * @generated from field: string url = 2;
    */
   url: string;
+
+  /**
+   * The incarnation of the member's data directory as the metadata group records it (0:
+   * none recorded yet). Raft messages from the member under another incarnation are refused.
+   *
+   * @generated from field: uint64 incarnation = 3;
+   */
+  incarnation: bigint;
 };
 
 /**
@@ -101,6 +109,14 @@ export type ClusterMemberJson = {
    * @generated from field: string url = 2;
    */
   url?: string;
+
+  /**
+   * The incarnation of the member's data directory as the metadata group records it (0:
+   * none recorded yet). Raft messages from the member under another incarnation are refused.
+   *
+   * @generated from field: uint64 incarnation = 3;
+   */
+  incarnation?: string;
 };
 
 /**
@@ -375,6 +391,22 @@ export type ClusterStatus = Message<"oprc.ClusterStatus"> & {
    * @generated from field: repeated oprc.PartitionReplicas replicas = 4;
    */
   replicas: PartitionReplicas[];
+
+  /**
+   * The incarnation of this node's data directory, drawn when the node first started there.
+   *
+   * @generated from field: uint64 incarnation = 5;
+   */
+  incarnation: bigint;
+
+  /**
+   * Why the cluster refuses this node (its data directory is not the incarnation the
+   * cluster records for its id: it was wiped or replaced); empty while it is a member as
+   * recorded.
+   *
+   * @generated from field: optional string failure = 6;
+   */
+  failure?: string | undefined;
 };
 
 /**
@@ -404,6 +436,22 @@ export type ClusterStatusJson = {
    * @generated from field: repeated oprc.PartitionReplicas replicas = 4;
    */
   replicas?: PartitionReplicasJson[];
+
+  /**
+   * The incarnation of this node's data directory, drawn when the node first started there.
+   *
+   * @generated from field: uint64 incarnation = 5;
+   */
+  incarnation?: string;
+
+  /**
+   * Why the cluster refuses this node (its data directory is not the incarnation the
+   * cluster records for its id: it was wiped or replaced); empty while it is a member as
+   * recorded.
+   *
+   * @generated from field: optional string failure = 6;
+   */
+  failure?: string;
 };
 
 /**
