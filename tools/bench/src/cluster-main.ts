@@ -20,7 +20,7 @@ import { encodeEtcdPut, encodeSetKeyRequest, grpcFrame, writeBodyFile } from "./
 import { grpcClient } from "./clients.js";
 import { parseGrpcLoad } from "./generator-output.js";
 import { fmtLoad, machineInfo } from "./machine.js";
-import { checkComm, odgmBin, odgmListing, odgmNodeFlags } from "./odgm-bin.js";
+import { checkComm, clusterMemberEnv, odgmBin, odgmListing, odgmNodeFlags } from "./odgm-bin.js";
 import { processCpuUs, type ThreadCpu, threadCpu, threadCpuDelta } from "./proc-stat.js";
 import { type Child, killAllChildren, startChild } from "./processes.js";
 import { freePort } from "./redis.js";
@@ -153,11 +153,7 @@ async function startOdgmNodes(count: number, collections: readonly object[]): Pr
         command: process.execPath,
         args: [...nodeArgs(count), bin],
         env: {
-          ODGM_NODE_ID: String(i + 1),
-          ODGM_MEMBERS: members,
-          ODGM_DATA_DIR: dataDir,
-          ODGM_HTTP_HOST: "127.0.0.1",
-          ODGM_HTTP_PORT: String(port),
+          ...clusterMemberEnv(i + 1, members, dataDir, port),
           ODGM_SYNC_WRITES: "true",
           ODGM_LOG_LEVEL: "info",
           ODGM_COLLECTION: JSON.stringify(collections),

@@ -57,6 +57,25 @@ export function odgmNodeFlags(): string[] {
   return [...(NODE_FLAGS as string[])];
 }
 
+/**
+ * The settings that make an odgm process node `id` of a loopback cluster (`members` as
+ * `ODGM_MEMBERS` lists them), serving on `port` with its data in `dataDir`.
+ */
+export function clusterMemberEnv(
+  id: number,
+  members: string,
+  dataDir: string,
+  port: number,
+): Record<string, string> {
+  return {
+    ODGM_NODE_ID: String(id),
+    ODGM_MEMBERS: members,
+    ODGM_DATA_DIR: dataDir,
+    ODGM_HTTP_HOST: "127.0.0.1",
+    ODGM_HTTP_PORT: String(port),
+  };
+}
+
 /** The process is the server itself (not a wrapper script): its name is `want`. */
 export function checkComm(pid: number, want: string): void {
   const comm = readProcStat(pid)?.comm;
