@@ -143,6 +143,12 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 const med = (n: number, f: (s: Sample) => number) => percentile((results.get(n) ?? []).map(f), 50);
+/** The median of the rounds' figures, and their range when there are several. */
+const spread = (n: number, f: (s: Sample) => number, show: (x: number) => string) => {
+  const xs = (results.get(n) ?? []).map(f);
+  const range = xs.length > 1 ? ` (${show(Math.min(...xs))}–${show(Math.max(...xs))})` : "";
+  return `${show(med(n, f))}${range}`;
+};
 const base = med(0, (s) => s.cpuMsPerS);
 const table = renderTable(
   [
@@ -157,18 +163,22 @@ const table = renderTable(
     const cpu = med(n, (s) => s.cpuMsPerS);
     return [
       n === 0 ? "0 (metadata group only)" : String(n),
-      fmt(cpu),
+      spread(n, (s) => s.cpuMsPerS, fmt),
       `${(cpu / base).toFixed(2)}×`,
       n === 0 ? "–" : ((cpu - base) / n).toFixed(3),
       fmt(med(n, (s) => s.rssMb)),
-      med(n, (s) => s.restartS).toFixed(1),
+      spread(
+        n,
+        (s) => s.restartS,
+        (x) => x.toFixed(1),
+      ),
     ];
   }),
 );
 const md = [
   "# Raft partitions at rest",
   "",
-  `Command: \`${command}\` — ${ROUNDS} round(s), medians; three nodes on loopback, nothing written, CPU over ${WINDOW_MS / 1000} s after ${SETTLE_MS / 1000} s of rest (utime + stime of the three processes from /proc).${Object.keys(EXTRA_ENV).length > 0 ? ` Settings: ${args.env}.` : ""}`,
+  `Command: \`${command}\` — ${ROUNDS} round(s), medians (nearest rank: the lower of two) and ranges; three nodes on loopback, nothing written, CPU over ${WINDOW_MS / 1000} s after ${SETTLE_MS / 1000} s of rest (utime + stime of the three processes from /proc).${Object.keys(EXTRA_ENV).length > 0 ? ` Settings: ${args.env}.` : ""}`,
   `Machine: ${machine.cores} × ${machine.cpuModel}, Node ${machine.node}, load ${fmtLoad(machine.loadStart)} at the start, ${fmtLoad(os.loadavg())} at the end.`,
   "",
   table,
