@@ -161,6 +161,7 @@ function clusterMetricHooks(metrics: OdgmMetrics): ClusterHooks {
       if (outcome !== "error") metrics.raftCommitLatencyMs.observe({ group }, ms);
     },
     onForwarded: (kind) => metrics.raftForwarded.inc({ kind }),
+    onRefused: (peer) => metrics.raftRefusedBatches.inc({ peer: String(peer) }),
   };
 }
 
@@ -438,8 +439,13 @@ export async function startOdgm(
       partitionCount: (cls) => registry.get(cls)?.partitionCount,
       ready: () => ready && configured && storageFailure === undefined && clusterNode.ready(),
       // Zenoh is a side channel: while it is down, gRPC and REST serve and the node stays ready.
-      readyDetail: (): Record<string, string> =>
-        zenoh === undefined ? {} : { zenoh: zenoh.isUp() ? "up" : "down" },
+      readyDetail: (): Record<string, string> => {
+        const refused = clusterNode.failure();
+        return {
+          ...(zenoh === undefined ? {} : { zenoh: zenoh.isUp() ? "up" : "down" }),
+          ...(refused === undefined ? {} : { cluster: refused }),
+        };
+      },
       metrics: async () => {
         const heap = isRocksEngine(engine) ? await engine.writeWorkerHeap() : undefined;
         if (heap !== undefined) {

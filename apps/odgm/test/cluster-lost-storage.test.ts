@@ -170,7 +170,14 @@ describe("a node that lost its storage", () => {
     expect(`${cluster.output(1)}${cluster.output(3)}`).toMatch(
       /refusing the Raft messages of node 2: its data directory is incarnation \d+, not \d+ as the cluster records/,
     );
-    expect((await fetch(`${cluster.url(2)}/readyz`)).status).toBe(503);
+    const readyz = await fetch(`${cluster.url(2)}/readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.text()).toMatch(/not ready \(cluster the cluster knows node 2 as/);
+    const refusals = async (id: number) => {
+      const text = await (await fetch(`${cluster.url(id)}/metrics`)).text();
+      return Number(/^odgm_raft_refused_batches_total\{peer="2"\} (\d+)/m.exec(text)?.[1] ?? 0);
+    };
+    expect((await refusals(1)) + (await refusals(3))).toBeGreaterThan(0);
     // It knows no collections now: a request is UNAVAILABLE with the reason, not NOT_FOUND.
     await expect(value(2, "led0")).rejects.toMatchObject({
       code: Code.Unavailable,

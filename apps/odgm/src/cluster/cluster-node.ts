@@ -111,6 +111,8 @@ export interface ClusterHooks {
   onLeaderChange?(group: string, leader: number): void;
   onProposal?(group: string, outcome: "ok" | "error" | "forwarded", ms: number): void;
   onForwarded?(kind: "propose" | "read" | "request"): void;
+  /** A Raft batch of `peer` was refused: it is not the incarnation the cluster records. */
+  onRefused?(peer: number): void;
 }
 
 /** Everything `/api/cluster` reports. */
@@ -1303,6 +1305,7 @@ export class ClusterNode {
     if (recorded === undefined || incarnations.from === 0 || incarnations.from === recorded) {
       return true;
     }
+    this.o.hooks?.onRefused?.(from);
     const key = `${from}/${incarnations.from}`;
     if (!this.refusalsLogged.has(key)) {
       this.refusalsLogged.add(key);

@@ -59,6 +59,8 @@ export interface OdgmMetrics {
   readonly raftPeerBatches: Gauge<"peer">;
   /** Requests this node passed to another node (proposals to a leader, reads through ReadIndex). */
   readonly raftForwarded: Counter<"kind">;
+  /** Raft batches refused because their sender is not the incarnation the cluster records. */
+  readonly raftRefusedBatches: Counter<"peer">;
   /** Zenoh: 1 while the session to the router is open and declared, 0 while down (absent when Zenoh is off). */
   readonly zenohUp: Gauge;
   /** Zenoh: requests served on the key space by kind (`query`, `put`, `delete`) and outcome (`ok` or a status code). */
@@ -294,6 +296,11 @@ export function createOdgmMetrics(): OdgmMetrics {
       "odgm_raft_forwarded_total",
       "Requests passed to another node: proposals to the leader, reads confirmed by it.",
       ["kind"],
+    ),
+    raftRefusedBatches: c(
+      "odgm_raft_refused_batches_total",
+      "Raft batches refused because the sending node is not the incarnation the cluster records for it (its data directory was wiped or replaced).",
+      ["peer"],
     ),
   };
 }
