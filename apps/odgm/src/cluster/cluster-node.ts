@@ -58,6 +58,7 @@ import { normalizeCollectionSpec } from "../collections/collection-registry.js";
 import type { ClusterConfig, ReadConsistency } from "../config.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { ShardReplica } from "../shards/shard-manager.js";
+import { AddressedAs } from "./addressed-as.js";
 import { isConnectionFailure, isConnectionRefused } from "./connection-failure.js";
 import { guardHttp2ClientSessions } from "./http2-goaway-guard.js";
 import { type GroupLeadership, planHandoffs } from "./leader-balance.js";
@@ -154,12 +155,6 @@ const dec = new TextDecoder();
 const RETIRED_KEY = enc.encode("raft-retired");
 /** Node-shard key of this node's incarnation (decimal). */
 const INCARNATION_KEY = enc.encode("raft-incarnation");
-/**
- * How long peers must go on addressing this node by another incarnation before the node
- * counts itself refused: a peer that has not yet applied the node's re-adding may do so
- * for a moment.
- */
-const REFUSED_AFTER_MS = 2000;
 
 /**
  * This node's incarnation: drawn at its first start on this data directory (and stored,
@@ -269,11 +264,8 @@ export class ClusterNode {
    * messages of a node under another incarnation are refused (see {@link admit}).
    */
   private readonly incarnations = new Map<number, number>();
-  /** Peers whose last batch addressed this node by another incarnation: which, since, last. */
-  private readonly addressedAs = new Map<
-    number,
-    { incarnation: number; since: number; last: number }
-  >();
+  /** The incarnations peers address this node by (see {@link failure}). */
+  private readonly addressedAs: AddressedAs;
   /** Refused peer incarnations already logged (`peer/incarnation`): one line each. */
   private readonly refusalsLogged = new Set<string>();
   /** The failure last logged ({@link failure}), so that each is logged once. */
@@ -325,6 +317,7 @@ export class ClusterNode {
   ) {
     this.nodeId = o.config.nodeId;
     this.addresses = new Map(o.config.members);
+    this.addressedAs = new AddressedAs(incarnation);
     this.transport = createRaftTransport({
       nodeId: this.nodeId,
       incarnation,
@@ -1292,14 +1285,7 @@ export class ClusterNode {
    * this node by another incarnation than its own ({@link failure}).
    */
   private admit(from: number, incarnations: { from: number; to: number }): boolean {
-    const now = Date.now();
-    if (incarnations.to !== 0 && incarnations.to !== this.incarnation) {
-      const known = this.addressedAs.get(from);
-      if (known?.incarnation === incarnations.to) known.last = now;
-      else this.addressedAs.set(from, { incarnation: incarnations.to, since: now, last: now });
-    } else {
-      this.addressedAs.delete(from);
-    }
+    this.addressedAs.note(from, incarnations.to, Date.now());
     const recorded = this.incarnations.get(from);
     // 0: a node of a version that does not send it.
     if (recorded === undefined || incarnations.from === 0 || incarnations.from === recorded) {
@@ -1319,23 +1305,16 @@ export class ClusterNode {
 
   /**
    * Why the cluster refuses this node, or `undefined`: the metadata group records another
-   * incarnation for its id, or peers have addressed it by another one for
-   * {@link REFUSED_AFTER_MS} (they refuse its messages; it may not have the metadata group's
-   * log to see the record itself).
+   * incarnation for its id, or a peer goes on addressing it by another one (it refuses this
+   * node's messages; this node may not have the metadata group's log to see the record).
    */
   failure(): string | undefined {
     let recorded = this.incarnationRefused ?? this.incarnations.get(this.nodeId);
     let by = "";
     if (recorded === undefined || recorded === this.incarnation) {
-      recorded = undefined;
-      const now = Date.now();
-      for (const [peer, a] of this.addressedAs) {
-        if (now - a.since >= REFUSED_AFTER_MS && now - a.last < REFUSED_AFTER_MS) {
-          recorded = a.incarnation;
-          by = ` (node ${peer} addresses it so)`;
-          break;
-        }
-      }
+      const peer = this.addressedAs.misaddressedBy(Date.now());
+      recorded = peer?.incarnation;
+      by = peer === undefined ? "" : ` (node ${peer.peer} addresses it so)`;
     }
     if (recorded === undefined) return undefined;
     return `the cluster knows node ${this.nodeId} as incarnation ${recorded}${by}, but this data directory is incarnation ${this.incarnation}: it was wiped or replaced, so the other nodes refuse its Raft messages. Remove node ${this.nodeId} from the cluster (group "*") and add it back`;

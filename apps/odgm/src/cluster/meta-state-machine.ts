@@ -1,9 +1,9 @@
 // The state machine of the metadata group: the collection registry, the cluster's address
 // book, the current replica set of every raft partition whose membership changed since
-// its collection was placed, and each node's incarnation, replicated on every node. Commands are JSON (the same bytes
-// reach every replica, so JSON's freedom of form does not matter); applying one is
-// idempotent, so a replay after a restart (the applied index is written after the command)
-// changes nothing.
+// its collection was placed, and each node's incarnation, replicated on every node.
+// Commands are JSON (the same bytes reach every replica, so JSON's freedom of form does not
+// matter); applying one is idempotent, so a replay after a restart (the applied index is
+// written after the command) changes nothing.
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import type { KvShard } from "@oprc/entry-store";
 import {
