@@ -10,6 +10,7 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import {
+  clusterView,
   collectionAdmin,
   createRaftCollection,
   dataClient,
@@ -35,22 +36,7 @@ afterAll(async () => {
 });
 
 const post = (id: number, path: string, body: unknown) => postJson(cluster, id, path, body);
-/** A node's `/api/cluster`, or undefined when it does not answer. */
-const status = async (id: number) => {
-  const res = await fetch(`${cluster.url(id)}/api/cluster`).catch(() => undefined);
-  if (res?.ok !== true) return undefined;
-  return (await res.json()) as {
-    failure?: string;
-    incarnation: number;
-    members: { id: number; incarnation: number }[];
-    groups: {
-      group: string;
-      failure?: string;
-      commitIndex: number;
-      followers: { id: number; match: number }[];
-    }[];
-  };
-};
+const status = (id: number) => clusterView(cluster.url(id));
 const meta = async (id: number) => (await status(id))?.groups.find((g) => g.group === "meta");
 const ready = (id: number) =>
   waitFor(

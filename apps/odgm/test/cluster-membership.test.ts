@@ -2,13 +2,10 @@
 // group, is promoted, and an original node is removed — with no acknowledged write lost.
 // The removed node closes its replicas and answers for their partitions through the
 // remaining voters, after a restart too, and takes a replica again when added back.
-
 import { join } from "node:path";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createEntryStore } from "@oprc/entry-store";
 import { openRocksEngine } from "@oprc/entry-store/rocksdb";
-import { DataService } from "@oprc/grpc-api";
 import { createRocksLogStore, openRocksLogDatabase } from "@oprc/raft-log/rocksdb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
@@ -53,10 +50,7 @@ describe("membership changes under load", () => {
         const id = live[n % live.length] as number;
         const key = `w${w}-${n}`;
         try {
-          await createClient(
-            DataService,
-            createGrpcTransport({ baseUrl: cluster.url(id) }),
-          ).setValue(
+          await data(id).setValue(
             {
               clsId: "kv",
               partitionId: w % 2,
@@ -125,13 +119,13 @@ describe("membership changes under load", () => {
     // that cannot be confirmed in time, as a group elects on a busy machine, is asked again
     // for 20 s: this checks what the groups hold, not how soon they answer.)
     for (const id of [2, 3, 4]) {
-      const data = createClient(DataService, createGrpcTransport({ baseUrl: cluster.url(id) }));
+      const client = data(id);
       const keys = async (w: number): Promise<Set<string>> => {
         const found = new Set<string>();
         let cursor: Uint8Array | undefined;
         do {
           let next: Uint8Array | undefined;
-          for await (const e of data.listValues({
+          for await (const e of client.listValues({
             clsId: "kv",
             partitionId: w % 2,
             objectIdStr: `o${w}`,

@@ -68,6 +68,7 @@ import {
   type MetaResult,
   openMetaStateMachine,
   type ReplicaSet,
+  refusedForIncarnation,
 } from "./meta-state-machine.js";
 import { FORWARDED_HEADER } from "./partition-router.js";
 import { groupIdOf, parseGroupId, placeCollection, replicasOf } from "./placement.js";
@@ -270,18 +271,16 @@ export class ClusterNode {
   private readonly refusalsLogged = new Set<string>();
   /** The failure last logged ({@link failure}), so that each is logged once. */
   private failureLogged: string | undefined;
-  private recordingIncarnation = false;
   /**
-   * This node's incarnation was proposed and applied by the metadata group's leader: not
-   * proposed again (this node's copy may lag, or, after an upgrade from a version without
-   * incarnations, miss the record), until the record is dropped.
+   * Where recording this node's incarnation stands: `proposed` once the metadata group's
+   * leader applied it (not proposed again: this node's copy may lag, or, after an upgrade
+   * from a version without incarnations, miss the record, until the record is dropped), or
+   * `refused` for the incarnation recorded instead; both until the record is dropped (the
+   * node is added back).
    */
-  private incarnationProposed = false;
-  /**
-   * The incarnation the metadata group recorded for this node when it refused this one's
-   * (kept until a restart: the way back is to remove the node and start it anew).
-   */
-  private incarnationRefused: number | undefined;
+  private recording:
+    | { readonly state: "pending" | "proposing" | "proposed" }
+    | { readonly state: "refused"; readonly recorded: number } = { state: "pending" };
   private ticks = 0;
   /**
    * One HTTP/2 session per peer URL for calls this node makes of its own accord: forwarded
@@ -354,7 +353,9 @@ export class ClusterNode {
         incarnations: node.incarnations,
         onIncarnation: (id, incarnation) => {
           // Dropped as this node is added back: its directory's incarnation is recorded anew.
-          if (id === node.nodeId && incarnation === undefined) node.incarnationProposed = false;
+          const dropped = id === node.nodeId && incarnation === undefined;
+          if (dropped && node.recording.state !== "proposing")
+            node.recording = { state: "pending" };
         },
         onReplicaSet: (group) => node.checkRemoved(group),
         onCollection: o.onCollection,
@@ -1309,7 +1310,10 @@ export class ClusterNode {
    * node's messages; this node may not have the metadata group's log to see the record).
    */
   failure(): string | undefined {
-    let recorded = this.incarnationRefused ?? this.incarnations.get(this.nodeId);
+    let recorded =
+      this.recording.state === "refused"
+        ? this.recording.recorded
+        : this.incarnations.get(this.nodeId);
     let by = "";
     if (recorded === undefined || recorded === this.incarnation) {
       const peer = this.addressedAs.misaddressedBy(Date.now());
@@ -1333,41 +1337,28 @@ export class ClusterNode {
    * and none is recorded (a first start, or a node added back after it was removed).
    */
   private recordIncarnation(): void {
-    if (
-      this.recordingIncarnation ||
-      this.incarnationProposed ||
-      this.closed ||
-      this.incarnationRefused !== undefined ||
-      this.incarnations.has(this.nodeId)
-    ) {
+    if (this.recording.state !== "pending" || this.closed || this.incarnations.has(this.nodeId)) {
       return;
     }
     const { voters, learners } = rolesOf(this.meta.appliedConf().conf);
     if (this.meta.leader === 0 || ![...voters, ...learners].includes(this.nodeId)) return;
-    this.recordingIncarnation = true;
+    this.recording = { state: "proposing" };
     const cmd = { setIncarnation: { id: this.nodeId, incarnation: this.incarnation } };
-    this.propose(META_GROUP, encodeMetaCommand(cmd))
-      .then(
-        ({ result }) => {
-          // Refused (an OdgmError here, its JSON from another node): another incarnation is
-          // recorded, which this node's copy of the metadata may not show.
-          const refusal = (result as { message?: unknown } | null | undefined)?.message;
-          const recorded = typeof refusal === "string" ? /incarnation (\d+)/.exec(refusal) : null;
-          if (recorded !== null) this.incarnationRefused = Number(recorded[1]);
-          else {
-            this.incarnationProposed = true;
-            this.o.logger.info(
-              { incarnation: this.incarnation },
-              "recorded this node's incarnation",
-            );
-          }
-        },
-        (err: unknown) =>
-          this.o.logger.debug({ err }, "could not record this node's incarnation; will retry"),
-      )
-      .finally(() => {
-        this.recordingIncarnation = false;
-      });
+    this.propose(META_GROUP, encodeMetaCommand(cmd)).then(
+      ({ result }) => {
+        // Refused: another incarnation is recorded, which this node's copy may not show.
+        const recorded = refusedForIncarnation(result);
+        this.recording =
+          recorded === undefined ? { state: "proposed" } : { state: "refused", recorded };
+        if (recorded === undefined) {
+          this.o.logger.info({ incarnation: this.incarnation }, "recorded this node's incarnation");
+        }
+      },
+      (err: unknown) => {
+        this.recording = { state: "pending" };
+        this.o.logger.debug({ err }, "could not record this node's incarnation; will retry");
+      },
+    );
   }
 
   status(): ClusterStatus {

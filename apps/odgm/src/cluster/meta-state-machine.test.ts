@@ -10,7 +10,12 @@ import { openRocksEngine } from "@oprc/entry-store/rocksdb";
 import { type Entry, jsonConfChangeCodec } from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
 import { openCollectionRegistry } from "../collections/collection-registry.js";
-import { encodeMetaCommand, openMetaStateMachine, type ReplicaSet } from "./meta-state-machine.js";
+import {
+  encodeMetaCommand,
+  openMetaStateMachine,
+  type ReplicaSet,
+  refusedForIncarnation,
+} from "./meta-state-machine.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -140,7 +145,11 @@ describe.each(engines)("the metadata group's replica sets (%s)", (_name, makeEng
       confChange("add_voter", 3),
     ]);
     expect(results[0]).toBeUndefined();
-    expect(results[1]?.message).toMatch(`node 2 is recorded as incarnation ${big}`);
+    expect(refusedForIncarnation(results[1])).toBe(big);
+    // As another node reads it (its JSON).
+    const json = { code: "invalid_config", message: results[1]?.message };
+    expect(refusedForIncarnation(json)).toBe(big);
+    expect(refusedForIncarnation(results[0])).toBeUndefined();
     expect([...node.incarnations]).toEqual([
       [2, big],
       [3, 5],

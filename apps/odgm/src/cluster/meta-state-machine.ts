@@ -44,6 +44,22 @@ export type MetaCommand =
 /** The result of one applied command: `undefined` on success, else the refusal. */
 export type MetaResult = OdgmError | undefined;
 
+/** The refusal of a `setIncarnation` whose node is recorded under another incarnation. */
+function incarnationRefusal(id: number, recorded: number): OdgmError {
+  return new OdgmError("invalid_config", `node ${id} is recorded as incarnation ${recorded}`);
+}
+
+/**
+ * The incarnation a `setIncarnation` refusal names, from the refusal itself (an OdgmError
+ * where it was applied) or its JSON (`{code, message}`, from another node); `undefined` for
+ * any other result.
+ */
+export function refusedForIncarnation(result: unknown): number | undefined {
+  const message = (result as { message?: unknown } | null | undefined)?.message;
+  const m = typeof message === "string" ? /is recorded as incarnation (\d+)$/.exec(message) : null;
+  return m === null ? undefined : Number(m[1]);
+}
+
 const APPLIED_KEY = new TextEncoder().encode("meta/applied");
 const MEMBER_PREFIX = "member/";
 const REPLICAS_PREFIX = "replicas/";
@@ -178,7 +194,7 @@ export async function openMetaStateMachine(
    * A node added as a learner was not in the metadata group: it joins (again) with whatever
    * data directory it has now, which records its incarnation anew.
    */
-  const applyConfChange = async (e: Entry) => {
+  const forgetAddedLearners = async (e: Entry) => {
     let added: number[];
     try {
       added = jsonConfChangeCodec
@@ -202,9 +218,7 @@ export async function openMetaStateMachine(
       const { id, incarnation } = cmd.setIncarnation;
       const recorded = o.incarnations.get(id);
       if (recorded === undefined) await recordIncarnation(id, incarnation);
-      else if (recorded !== incarnation) {
-        return new OdgmError("invalid_config", `node ${id} is recorded as incarnation ${recorded}`);
-      }
+      else if (recorded !== incarnation) return incarnationRefusal(id, recorded);
       return undefined;
     }
     if ("setReplicas" in cmd) {
@@ -266,7 +280,7 @@ export async function openMetaStateMachine(
           }
           if (cmd !== undefined) result = await applyOne(cmd);
         } else if (e.type === "conf_change") {
-          await applyConfChange(e);
+          await forgetAddedLearners(e);
         }
         out.push(result);
         applied = e.index;
