@@ -3,7 +3,7 @@
 // with access-token call credentials, and connect-node over TLS.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -22,8 +22,9 @@ const WRITER = "tls-writer-token-0123456789";
 const READER = "tls-reader-token-0123456789";
 const EXPIRED = "tls-expired-token-0123456789";
 let node: OdgmProcess;
+let dir: string | undefined;
 beforeAll(async () => {
-  const dir = await tempDir("odgm-auth-tls-");
+  dir = await tempDir("odgm-auth-tls-");
   await writeFile(
     `${dir}/tokens`,
     `write ${WRITER}\nread ${READER}\nwrite ${EXPIRED} expires=2001-01-01\n`,
@@ -38,6 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (node !== undefined && node.child.exitCode === null) node.child.kill("SIGTERM");
   await node?.exited;
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
 });
 
 describe("bearer tokens over TLS", () => {

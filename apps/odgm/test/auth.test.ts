@@ -4,7 +4,7 @@
 // and unknown tokens are UNAUTHENTICATED / 401, missing rights PERMISSION_DENIED / 403,
 // and both are counted.
 import { execFile } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
@@ -24,6 +24,7 @@ import {
 import { findPythonWithGrpc, skipPythonInterop } from "@oprc/grpc-api/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTokenSet, digestToken, parseTokenEntries } from "../src/index.js";
+import type { OdgmProcess } from "./fixtures/odgm-process.js";
 import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
 
 const exec = promisify(execFile);
@@ -37,8 +38,11 @@ const EXPIRED = "expired-token-0123456789abcdef";
 
 let n: TempNode;
 let slow: TempNode;
+/** Holds the token file. */
+let tokensDir: string | undefined;
 beforeAll(async () => {
   const dir = await tempDir("odgm-auth-");
+  tokensDir = dir;
   // The file holds the admin token only as its SHA-256 digest.
   const file = `${dir}/tokens`;
   await writeFile(
@@ -56,6 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await n?.close();
   await slow?.close();
+  if (tokensDir !== undefined) await rm(tokensDir, { recursive: true, force: true });
 });
 
 const bearer = (token: string | undefined): Record<string, string> =>
@@ -311,13 +316,17 @@ describe("configuration", () => {
 
   it("a token file that cannot be read, or lists no token, stops the start clearly", async () => {
     const dir = await tempDir("odgm-auth-bad-");
-    await expect(startTempNode({ ODGM_AUTH_TOKENS_FILE: `${dir}/missing` })).rejects.toThrow(
-      /ODGM_AUTH_TOKENS_FILE: ENOENT/,
-    );
-    await writeFile(`${dir}/empty`, "# nobody yet\n");
-    await expect(startTempNode({ ODGM_AUTH_TOKENS_FILE: `${dir}/empty` })).rejects.toThrow(
-      /list no token/,
-    );
+    try {
+      await expect(startTempNode({ ODGM_AUTH_TOKENS_FILE: `${dir}/missing` })).rejects.toThrow(
+        /ODGM_AUTH_TOKENS_FILE: ENOENT/,
+      );
+      await writeFile(`${dir}/empty`, "# nobody yet\n");
+      await expect(startTempNode({ ODGM_AUTH_TOKENS_FILE: `${dir}/empty` })).rejects.toThrow(
+        /list no token/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -325,33 +334,37 @@ describe("rotating tokens", () => {
   it("SIGHUP re-reads the token file of a running odgm process", async () => {
     const { startOdgmProcess } = await import("./fixtures/odgm-process.js");
     const dir = await tempDir("odgm-auth-hup-");
-    const file = `${dir}/tokens`;
-    await writeFile(file, `write ${WRITER}\n`);
-    const proc = await startOdgmProcess({
-      ODGM_DATA_DIR: `${dir}/data`,
-      ODGM_AUTH_TOKENS_FILE: file,
-    });
     try {
-      const status = (token: string) =>
-        fetch(`${proc.url}/api/capabilities`, { headers: bearer(token) }).then((r) => r.status);
-      expect([await status(WRITER), await status(READER)]).toEqual([200, 401]);
-      await writeFile(file, `read ${READER}\n`);
-      proc.child.kill("SIGHUP");
-      for (let i = 0; i < 100 && !proc.output().includes("reloaded the bearer tokens"); i++) {
-        await new Promise((r) => setTimeout(r, 50));
+      const file = `${dir}/tokens`;
+      await writeFile(file, `write ${WRITER}\n`);
+      const proc = await startOdgmProcess({
+        ODGM_DATA_DIR: `${dir}/data`,
+        ODGM_AUTH_TOKENS_FILE: file,
+      });
+      try {
+        const status = (token: string) =>
+          fetch(`${proc.url}/api/capabilities`, { headers: bearer(token) }).then((r) => r.status);
+        expect([await status(WRITER), await status(READER)]).toEqual([200, 401]);
+        await writeFile(file, `read ${READER}\n`);
+        proc.child.kill("SIGHUP");
+        for (let i = 0; i < 100 && !proc.output().includes("reloaded the bearer tokens"); i++) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect([await status(WRITER), await status(READER)]).toEqual([401, 200]);
+        // A file that no longer parses keeps the tokens in force.
+        await writeFile(file, "owner nobody\n");
+        proc.child.kill("SIGHUP");
+        for (let i = 0; i < 100 && !proc.output().includes("could not reload the bearer"); i++) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(proc.output()).toContain("could not reload the bearer tokens");
+        expect(await status(READER)).toBe(200);
+      } finally {
+        proc.child.kill("SIGTERM");
+        await proc.exited;
       }
-      expect([await status(WRITER), await status(READER)]).toEqual([401, 200]);
-      // A file that no longer parses keeps the tokens in force.
-      await writeFile(file, "owner nobody\n");
-      proc.child.kill("SIGHUP");
-      for (let i = 0; i < 100 && !proc.output().includes("could not reload the bearer"); i++) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(proc.output()).toContain("could not reload the bearer tokens");
-      expect(await status(READER)).toBe(200);
     } finally {
-      proc.child.kill("SIGTERM");
-      await proc.exited;
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
@@ -360,14 +373,20 @@ describe("without tokens", () => {
   it("a node listening beyond loopback warns that authentication is off", async () => {
     const { startOdgmProcess } = await import("./fixtures/odgm-process.js");
     const dir = await tempDir("odgm-auth-off-");
-    const open = await startOdgmProcess({ ODGM_DATA_DIR: dir, ODGM_HTTP_HOST: "0.0.0.0" });
-    const local = await startOdgmProcess({ ODGM_DATA_DIR: `${dir}-2` });
+    // The second node's data directory is a sibling the node itself creates.
+    const dirs = [dir, `${dir}-2`];
+    const procs: OdgmProcess[] = [];
     try {
+      const open = await startOdgmProcess({ ODGM_DATA_DIR: dir, ODGM_HTTP_HOST: "0.0.0.0" });
+      procs.push(open);
+      const local = await startOdgmProcess({ ODGM_DATA_DIR: `${dir}-2` });
+      procs.push(local);
       expect(open.output()).toContain("authentication is off");
       expect(local.output()).not.toContain("authentication is off");
     } finally {
-      for (const p of [open, local]) p.child.kill("SIGTERM");
-      await Promise.all([open.exited, local.exited]);
+      for (const p of procs) p.child.kill("SIGTERM");
+      await Promise.all(procs.map((p) => p.exited));
+      await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
     }
   });
 });

@@ -2,6 +2,7 @@
 // port, health and readiness, Prometheus metrics with the spec's names, OpenTelemetry spans,
 // message limits and malformed input, and the legacy-storage flag end to end.
 import { execFile } from "node:child_process";
+import { rm } from "node:fs/promises";
 import { connect as http2Connect } from "node:http2";
 import { promisify } from "node:util";
 import { create } from "@bufbuild/protobuf";
@@ -403,44 +404,47 @@ describe("limits and malformed input", () => {
 describe("ODGM_ENABLE_GRANULAR_STORAGE", () => {
   it("false dual-writes: the object has versions and a blob; a granular node reads the entries and drops the blob", async () => {
     const dir = await tempDir();
-    const legacy = await startTempNode({ ODGM_ENABLE_GRANULAR_STORAGE: "false" }, dir);
-    const d1 = createClient(DataService, createGrpcTransport({ baseUrl: legacy.node.url }));
-    await d1.set({
-      clsId: "default",
-      objectId: 31n,
-      object: { entries: { 1: { data: utf8("old") } } },
-    });
-    await legacy.close();
-
-    const granular = await startTempNode({}, dir);
     try {
-      const transport = createGrpcTransport({ baseUrl: granular.node.url });
-      const d2 = createClient(DataService, transport);
-      const got = await d2.getValue({ clsId: "default", objectId: 31n, key: 1 });
-      expect(new TextDecoder().decode(got.value?.data)).toBe("old");
-      expect(got.objectVersion).toBe(1n);
-      const maintenance = createClient(MaintenanceService, transport);
-      const pages = [];
-      for await (const page of maintenance.listLegacyObjects({ clsId: "default" }))
-        pages.push(...page.objectIds);
-      expect(pages).toEqual([31n]);
-      let metrics = await (await fetch(`${granular.node.url}/metrics`)).text();
-      expect(metrics).not.toMatch(/odgm_blob_fallback_reads_total\{collection="default"\} [1-9]/);
-      expect(metrics).toMatch(/odgm_objects_pending_conversion_total\{collection="default"\} 1/);
-      // The blob is the dual-write copy: nothing to convert, and it goes.
-      const res = await maintenance.convertLegacyObjects({ clsId: "default", objectIds: [31n] });
-      expect({ converted: res.converted, skipped: res.skipped }).toEqual({
-        converted: 0n,
-        skipped: 1n,
+      const legacy = await startTempNode({ ODGM_ENABLE_GRANULAR_STORAGE: "false" }, dir);
+      const d1 = createClient(DataService, createGrpcTransport({ baseUrl: legacy.node.url }));
+      await d1.set({
+        clsId: "default",
+        objectId: 31n,
+        object: { entries: { 1: { data: utf8("old") } } },
       });
-      metrics = await (await fetch(`${granular.node.url}/metrics`)).text();
-      expect(metrics).toMatch(/odgm_objects_pending_conversion_total\{collection="default"\} 0/);
-      expect((await d2.get({ clsId: "default", objectId: 31n })).obj?.entries[1]?.data).toEqual(
-        utf8("old"),
-      );
+      await legacy.close();
+
+      const granular = await startTempNode({}, dir);
+      try {
+        const transport = createGrpcTransport({ baseUrl: granular.node.url });
+        const d2 = createClient(DataService, transport);
+        const got = await d2.getValue({ clsId: "default", objectId: 31n, key: 1 });
+        expect(new TextDecoder().decode(got.value?.data)).toBe("old");
+        expect(got.objectVersion).toBe(1n);
+        const maintenance = createClient(MaintenanceService, transport);
+        const pages = [];
+        for await (const page of maintenance.listLegacyObjects({ clsId: "default" }))
+          pages.push(...page.objectIds);
+        expect(pages).toEqual([31n]);
+        let metrics = await (await fetch(`${granular.node.url}/metrics`)).text();
+        expect(metrics).not.toMatch(/odgm_blob_fallback_reads_total\{collection="default"\} [1-9]/);
+        expect(metrics).toMatch(/odgm_objects_pending_conversion_total\{collection="default"\} 1/);
+        // The blob is the dual-write copy: nothing to convert, and it goes.
+        const res = await maintenance.convertLegacyObjects({ clsId: "default", objectIds: [31n] });
+        expect({ converted: res.converted, skipped: res.skipped }).toEqual({
+          converted: 0n,
+          skipped: 1n,
+        });
+        metrics = await (await fetch(`${granular.node.url}/metrics`)).text();
+        expect(metrics).toMatch(/odgm_objects_pending_conversion_total\{collection="default"\} 0/);
+        expect((await d2.get({ clsId: "default", objectId: 31n })).obj?.entries[1]?.data).toEqual(
+          utf8("old"),
+        );
+      } finally {
+        await granular.close();
+      }
     } finally {
-      await granular.close();
-      await exec("rm", ["-rf", dir]);
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -19,7 +19,10 @@ runRestSuite("odgm node (RocksDB, HTTP on loopback)", {
         ODGM_MAX_MESSAGE_BYTES: String(REST_SUITE_BODY_LIMIT),
         ODGM_COLLECTION: JSON.stringify([{ name: "suite" }, { name: "order" }]),
       }),
-    );
+    ).catch((err: unknown) => {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    });
     return {
       send: (method, path, init) =>
         fetch(`${node.url}${path}`, { method, ...(init ?? {}) } as RequestInit),

@@ -3,6 +3,7 @@
 // credentials, and a renewed certificate picked up on SIGHUP without a restart.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { connect as tlsConnect } from "node:tls";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -19,11 +20,12 @@ const run = promisify(execFile);
 const fixture = (name: string): string =>
   fileURLToPath(new URL(`./fixtures/tls/${name}`, import.meta.url));
 let node: OdgmProcess;
+let dir: string | undefined;
 let certFile: string;
 let keyFile: string;
 beforeAll(async () => {
   // Files the test can replace, as a certificate renewal does.
-  const dir = await tempDir("odgm-tls-");
+  dir = await tempDir("odgm-tls-");
   certFile = `${dir}/cert.pem`;
   keyFile = `${dir}/key.pem`;
   await run("cp", [fixture("cert-a.pem"), certFile]);
@@ -37,6 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (node !== undefined && node.child.exitCode === null) node.child.kill("SIGTERM");
   await node?.exited;
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
 });
 
 /** SHA-256 fingerprint of the certificate a new connection is served. */

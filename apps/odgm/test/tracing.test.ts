@@ -2,6 +2,8 @@
 // RPC spans over OTLP/HTTP to a receiver in this test (a node:http server collecting POSTs
 // to /v1/traces). The batch delay is an hour, so the spans arrive only because SIGTERM's
 // graceful stop flushes them.
+
+import { rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
@@ -28,6 +30,7 @@ interface OtlpRequest {
 const received: { path: string; contentType: string; token: string; body: OtlpRequest }[] = [];
 let receiver: Server;
 let endpoint: string;
+let dataDir: string | undefined;
 beforeAll(async () => {
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -47,12 +50,14 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise((resolve) => receiver.close(resolve));
+  if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
 });
 
 describe("OpenTelemetry over OTLP/HTTP", () => {
   it("exports a request's span, in the caller's trace, flushed on SIGTERM", async () => {
+    dataDir = await tempDir("odgm-otel-");
     const node = await startOdgmProcess({
-      ODGM_DATA_DIR: await tempDir("odgm-otel-"),
+      ODGM_DATA_DIR: dataDir,
       OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
       OTEL_SERVICE_NAME: "odgm-under-test",
       OTEL_EXPORTER_OTLP_HEADERS: "x-collector-token=s3cret",

@@ -8,6 +8,13 @@ import type { KvEngine } from "./kv.js";
 import { openRocksEngine, type RocksEngine } from "./rocksdb-engine.js";
 
 const dirs = new WeakMap<KvEngine, string>();
+/** For an engine that did not open: removes its directory and fails as it did. */
+const removing =
+  (dir: string) =>
+  (err: unknown): never => {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  };
 
 // Writes are always group-committed; the two modes differ in where the synced write runs.
 const modes = [{ writeThread: "worker" }, { writeThread: "main" }] as const;
@@ -20,7 +27,7 @@ for (const { writeThread } of modes) {
       const engine: RocksEngine = await openRocksEngine({
         location: dir,
         writeThread,
-      });
+      }).catch(removing(dir));
       expect(engine.stats().writeThread).toBe(writeThread);
       dirs.set(engine, dir);
       return engine;
@@ -40,7 +47,7 @@ for (const { writeThread } of modes) {
       const engine: RocksEngine = await openRocksEngine({
         location: dir,
         writeThread,
-      });
+      }).catch(removing(dir));
       dirs.set(engine, dir);
       return engine;
     },

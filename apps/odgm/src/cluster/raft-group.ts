@@ -256,6 +256,21 @@ export class RaftGroup<R> {
       await storage.save({ snapshot: boot, hardState: { term: 1, vote: 0, commit: 1 } });
     }
     const installDir = o.installDir ?? mkdtempSync(join(tmpdir(), "raft-install-"));
+    try {
+      return await RaftGroup.openIn(o, installDir);
+    } catch (err) {
+      // A temporary directory of its own goes with a group that did not open (as on close).
+      if (o.installDir === undefined) rmSync(installDir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** The rest of `open`, receiving snapshots into `installDir`. */
+  private static async openIn<R>(
+    o: RaftGroupOptions<R>,
+    installDir: string,
+  ): Promise<RaftGroup<R>> {
+    const storage = o.storage;
     await finishInstall(o, installDir);
     // A state machine behind the stored snapshot (a crash during install) restores it.
     const snap = storage.snapshot();
