@@ -31,6 +31,7 @@ describe("loadConfig", () => {
       compactBytes: 64 * 1024 * 1024,
       catchUpEntries: 5_000,
       balanceLeaders: true,
+      quiesce: true,
     });
     expect(c.collections).toEqual([]);
     expect(c.features).toEqual({
@@ -106,6 +107,7 @@ describe("loadConfig", () => {
     ["ODGM_RAFT_TICK_MS", "0"],
     ["ODGM_RAFT_CATCHUP_ENTRIES", "-1"],
     ["ODGM_RAFT_BALANCE_LEADERS", "sometimes"],
+    ["ODGM_RAFT_QUIESCE", "maybe"],
     ["ODGM_STORAGE", "leveldb"],
     ["ODGM_H2C_ENGINE", "nghttp2"],
     ["ODGM_LOG_LEVEL", "loud"],

@@ -203,6 +203,11 @@ export interface ClusterConfig {
    * more data groups than a caught-up voter of one of them hands leadership over to it.
    */
   readonly balanceLeaders: boolean;
+  /**
+   * `ODGM_RAFT_QUIESCE` (default on): a group with nothing to do for an election timeout
+   * stops its heartbeats and election clocks until something happens (*Cluster*).
+   */
+  readonly quiesce: boolean;
 }
 
 /** How reads of a raft shard are confirmed. */
@@ -359,6 +364,7 @@ function parseCluster(env: Env, port: number, scheme: "http:" | "https:"): Clust
     compactBytes: int(env, "ODGM_RAFT_COMPACT_BYTES", 64 * 1024 * 1024, 64 * 1024, 2 ** 40),
     catchUpEntries: int(env, "ODGM_RAFT_CATCHUP_ENTRIES", 5_000, 0, 100_000_000),
     balanceLeaders: bool(env, "ODGM_RAFT_BALANCE_LEADERS", true),
+    quiesce: bool(env, "ODGM_RAFT_QUIESCE", true),
   };
 }
 

@@ -469,6 +469,7 @@ export async function startOdgm(
           metrics.raftTerm.set({ group: st.group }, st.term);
           metrics.raftLeader.set({ group: st.group }, st.role === "leader" ? 1 : 0);
           metrics.raftApplyLag.set({ group: st.group }, st.commit - st.applied);
+          metrics.raftQuiescent.set({ group: st.group }, st.quiescent ? 1 : 0);
           metrics.raftSnapshots.set({ group: st.group, direction: "sent" }, st.snapshotsSent);
           metrics.raftSnapshots.set(
             { group: st.group, direction: "installed" },

@@ -47,6 +47,7 @@ export function clusterStatusOf(cluster: ClusterNode): ClusterStatusMessage {
       snapshotsSent: n(g.snapshotsSent),
       snapshotsInstalled: n(g.snapshotsInstalled),
       snapshotsBuilt: n(g.snapshotsBuilt),
+      quiescent: g.quiescent,
       ...(g.failure === undefined ? {} : { failure: g.failure }),
       voters: g.confState.voters.map(n),
       learners: g.confState.learners.map(n),

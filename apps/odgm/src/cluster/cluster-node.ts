@@ -303,6 +303,11 @@ export class ClusterNode {
   private readonly transport;
   /** Aborted when the node stops: ends the Raft streams peers opened to it. */
   private readonly stopping = new AbortController();
+  /**
+   * When a batch of each peer last arrived (`Date.now()`); forgotten when a stream to it
+   * fails. A quiescent group whose leader's node is silent for an election timeout wakes.
+   */
+  private readonly heardAt = new Map<number, number>();
 
   private constructor(
     private readonly o: ClusterNodeOptions,
@@ -324,6 +329,7 @@ export class ClusterNode {
       ...(o.peerTls === undefined ? {} : { tls: o.peerTls }),
       addressOf: (id) => this.addresses.get(id),
       onUnreachable: (peer, groups) => {
+        this.heardAt.delete(peer);
         for (const g of groups) this.groups.get(g)?.reportUnreachable(peer);
       },
       onError: (err, peer) => o.logger.debug({ err, peer }, "raft transport: peer unreachable"),
@@ -382,7 +388,8 @@ export class ClusterNode {
   raftService(): ServiceImpl<typeof RaftService> {
     const receive = createRaftServiceImpl({
       nodeId: this.nodeId,
-      deliver: (group, m) => {
+      heard: (from) => this.heardAt.set(from, Date.now()),
+      deliver: (group, m, quiesce) => {
         const g = this.groups.get(group);
         if (g === undefined) {
           this.adopt(group);
@@ -391,7 +398,7 @@ export class ClusterNode {
         // A node handing its leadership off to stop takes none back (another node's
         // balancing could pick it, as it then leads the fewest groups).
         if (this.handingOff && m.type === "timeout_now") return true;
-        g.step(m);
+        g.step(m, quiesce);
         return true;
       },
       onRejected: (err, from) =>
@@ -659,7 +666,9 @@ export class ClusterNode {
       nodeId: this.nodeId,
       storage,
       stateMachine: sm,
-      send: (g, msgs) => this.transport.send(g, msgs),
+      send: (g, msgs, quiesce) => this.transport.send(g, msgs, quiesce),
+      quiesce: this.o.config.quiesce,
+      peerSilent: (peer) => this.silent(peer),
       ...(bootstrapVoters === undefined ? {} : { bootstrapVoters }),
       electionTick: this.o.config.electionTicks,
       heartbeatTick: 1,
@@ -827,8 +836,29 @@ export class ClusterNode {
     };
   }
 
+  /**
+   * Whether `peer` answers this leader of a group (`st`): it answered a heartbeat within an
+   * election timeout — or, the group being quiescent (no heartbeats, so no lease), it answered
+   * the quiescence mark and its node is heard from.
+   */
+  private answers(st: RaftGroupStatus, peer: number): boolean {
+    return st.responsive.has(peer) || (st.quiescent && !this.silent(peer));
+  }
+
+  /** True when no batch of `peer` arrived for an election timeout (or its stream failed since). */
+  private silent(peer: number): boolean {
+    return Date.now() - (this.heardAt.get(peer) ?? 0) > this.electionMs();
+  }
+
   private tick(): void {
     for (const g of this.groups.values()) g.tick();
+    // Peers hear from this node even while every group they share is quiescent: a round every
+    // election timeout / 4 ticks writes to each peer that got nothing since the last round, so
+    // silence lasts at most half an election timeout.
+    const every = Math.max(1, Math.floor(this.o.config.electionTicks / 4));
+    if (this.o.config.quiesce && this.ticks % every === 0) {
+      this.transport.keepAlive(this.addresses.keys());
+    }
     for (const [id, voters] of this.leaving) {
       if (this.groups.get(id)?.isLeader !== true) void this.retire(id, voters);
     }
@@ -854,7 +884,7 @@ export class ClusterNode {
         const st = g.status();
         if (st.leadTransferee === 0) {
           candidates = st.confState.voters.filter(
-            (v) => v !== this.nodeId && st.responsive.has(v) && (st.match.get(v) ?? 0) >= st.commit,
+            (v) => v !== this.nodeId && this.answers(st, v) && (st.match.get(v) ?? 0) >= st.commit,
           );
         }
       }
@@ -1406,7 +1436,7 @@ export class ClusterNode {
       let best = -1;
       for (const id of st.confState.voters) {
         const match = st.match.get(id) ?? 0;
-        if (id !== this.nodeId && st.responsive.has(id) && connected.has(id) && match > best) {
+        if (id !== this.nodeId && this.answers(st, id) && connected.has(id) && match > best) {
           target = id;
           best = match;
         }

@@ -36,11 +36,14 @@ class ListMachine implements StateMachine<number> {
   restores: { index: number; from: string }[] = [];
   /** While set, every restore refuses its bytes as malformed (changing nothing). */
   refuse = false;
+  /** While set, every apply fails (a disk error). */
+  applyFails = false;
   appliedIndex(): number {
     return this.applied;
   }
   async apply(entries: readonly Entry[]): Promise<number[]> {
     await this.gate;
+    if (this.applyFails) throw new Error("input/output error (test)");
     const out: number[] = [];
     for (const e of entries) {
       if (e.type === "normal" && e.data.byteLength > 0) this.items.push(dec.decode(e.data));
@@ -96,6 +99,17 @@ interface Cluster {
   errors: string[];
   tick(n: number): Promise<void>;
   leader(): RaftGroup<number> | undefined;
+  /** Messages sent so far (by every node). */
+  sent(): number;
+  /** Nodes the others count as silent (their `peerSilent`). */
+  silent: Set<number>;
+  /** Nodes whose messages lose their quiescence mark on the way (nodes that predate it). */
+  unmarked: Set<number>;
+}
+
+/** Quiescence for {@link cluster}'s nodes. */
+interface QuiesceOptions {
+  readonly quiesce?: boolean;
 }
 
 const open: RaftGroup<number>[] = [];
@@ -111,6 +125,7 @@ async function cluster(
   compactAfterBytes?: number,
   catchUpEntries = 0,
   snapshotDir?: string,
+  { quiesce = false }: QuiesceOptions = {},
 ): Promise<Cluster> {
   const groups = new Map<number, RaftGroup<number>>();
   const machines = new Map<number, ListMachine>();
@@ -121,14 +136,19 @@ async function cluster(
   const held: Message[] = [];
   /** Each node's install directory, kept across its restarts. */
   const installDirs = new Map<number, string>();
-  const send = (_group: string, msgs: readonly Message[]): void => {
+  const silent = new Set<number>();
+  const unmarked = new Set<number>();
+  let sent = 0;
+  const send = (_group: string, msgs: readonly Message[], mark = false): void => {
     for (const m of msgs) {
+      sent++;
       if (cut.has(m.from) || cut.has(m.to)) continue;
       if (holds.has(`${m.to}:${m.type}`)) {
         held.push(m);
         continue;
       }
-      queueMicrotask(() => groups.get(m.to)?.step(m));
+      const marked = mark && !unmarked.has(m.from);
+      queueMicrotask(() => groups.get(m.to)?.step(m, marked));
     }
   };
   const openNode = async (
@@ -158,6 +178,8 @@ async function cluster(
       onError: (_err, what) => errors.push(what),
       ...(snapshotDir === undefined ? {} : { snapshotDir }),
       installDir,
+      quiesce,
+      peerSilent: (peer) => silent.has(peer),
     });
     groups.set(id, g);
     open.push(g);
@@ -188,6 +210,9 @@ async function cluster(
       }
     },
     leader: () => [...groups.entries()].find(([id, g]) => g.isLeader && !cut.has(id))?.[1],
+    sent: () => sent,
+    silent,
+    unmarked,
   };
   for (let i = 0; i < 200 && c.leader() === undefined; i++) await c.tick(1);
   return c;
@@ -688,5 +713,90 @@ describe("RaftGroup", () => {
     await r;
     expect(sm.items).toEqual(["a", "b"]);
     expect(leader.status().applied).toBe(lastIndex);
+  });
+
+  describe("quiescence", () => {
+    const quiescent = (c: Cluster) =>
+      [...c.groups].filter(([id]) => !c.cut.has(id)).map(([, g]) => g.status().quiescent);
+    /** Three quiescing replicas with one entry written, all of them quiescent; `lid`: the leader's node. */
+    const quiesced = async () => {
+      const c = await cluster([1, 2, 3], 10_000, undefined, 0, undefined, { quiesce: true });
+      const l = c.leader() as RaftGroup<number>;
+      await l.propose(enc.encode("a"));
+      await c.tick(25); // an election timeout of nothing, then the mark and its answers
+      expect(quiescent(c)).toEqual([true, true, true]);
+      const lid = [...c.groups].find(([, g]) => g === l)?.[0] as number;
+      return { c, l, lid };
+    };
+
+    it("an idle group stops its heartbeats once every follower answered the mark; a proposal wakes it", async () => {
+      const { c, l } = await quiesced();
+      expect(l.leaseValid()).toBe(false); // its clock stopped: no lease counted in ticks
+      const before = c.sent();
+      await c.tick(50);
+      expect(c.sent() - before).toBe(0);
+      expect((await l.propose(enc.encode("b"))).result).toBe(2);
+      expect(quiescent(c)).toEqual([false, false, false]);
+      for (const m of c.machines.values()) expect(m.items).toEqual(["a", "b"]);
+      await c.tick(25);
+      expect(quiescent(c)).toEqual([true, true, true]);
+      // A linearizable read wakes the leader too, and is answered.
+      await l.readIndex();
+      expect(l.status().quiescent).toBe(false);
+    });
+
+    it("quiescent followers wake when their leader's node falls silent, and elect a new leader", async () => {
+      const { c, lid: old } = await quiesced();
+      c.cut.add(old);
+      // Its node still heard from: the followers' clocks stay stopped (no election).
+      await c.tick(40);
+      expect(c.leader()).toBeUndefined();
+      c.silent.add(old);
+      for (let i = 0; i < 100 && c.leader() === undefined; i++) await c.tick(1);
+      const next = c.leader() as RaftGroup<number>;
+      expect(next).toBeDefined();
+      expect((await next.propose(enc.encode("b"))).result).toBe(2);
+    });
+
+    it("a quiescent leader wakes when a follower's node falls silent, and quiesces again once it is back", async () => {
+      const { c, l } = await quiesced();
+      const f = [...c.groups].find(([, g]) => g !== l)?.[0] as number;
+      c.cut.add(f);
+      c.silent.add(f);
+      await c.tick(1);
+      expect(l.status().quiescent).toBe(false);
+      await c.tick(30); // heartbeating a follower that does not answer: not idle
+      expect(l.status().quiescent).toBe(false);
+      c.cut.delete(f);
+      c.silent.delete(f);
+      await c.tick(40);
+      expect(quiescent(c)).toEqual([true, true, true]);
+    });
+
+    it("a leader keeps its clock while a follower does not answer the mark (a node that predates it)", async () => {
+      const c = await cluster([1, 2, 3], 10_000, undefined, 0, undefined, { quiesce: true });
+      const l = c.leader() as RaftGroup<number>;
+      const other = [...c.groups].find(([, g]) => g !== l)?.[0] as number;
+      c.unmarked.add(other);
+      await c.tick(40);
+      expect(l.status().quiescent).toBe(false);
+      const before = c.sent();
+      await c.tick(10);
+      expect(c.sent() - before).toBeGreaterThanOrEqual(20); // heartbeats and answers
+      expect(c.leader()).toBe(l);
+    });
+
+    it("a leader that stops on a failure asks a follower to campaign at once", async () => {
+      const { c, l, lid } = await quiesced();
+      (c.machines.get(lid) as ListMachine).applyFails = true;
+      await expect(l.propose(enc.encode("b"))).rejects.toThrow(/input\/output error/);
+      expect(l.status().failure).toMatch(/input\/output error/);
+      // No tick: the follower it chose campaigns on its TimeoutNow.
+      const next = () => [...c.groups.values()].find((g) => g !== l && g.isLeader);
+      for (let i = 0; i < 50 && next() === undefined; i++) {
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      expect(next()).toBeDefined();
+    });
   });
 });

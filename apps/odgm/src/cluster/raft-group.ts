@@ -13,6 +13,7 @@ import {
   applyConfChange,
   type ConfChange,
   type ConfState,
+  createMessage,
   createPrng,
   createRaft,
   type Entry,
@@ -67,8 +68,25 @@ export interface RaftGroupOptions<R> {
   /** The group's durable log. */
   readonly storage: LogStore;
   readonly stateMachine: StateMachine<R>;
-  /** Hands messages to the transport (fire and forget). */
-  readonly send: (group: string, messages: readonly Message[]) => void;
+  /**
+   * Hands messages to the transport (fire and forget); `quiesce` marks their envelopes (a
+   * heartbeat of an idle group, or a follower's answer that it stopped its clock).
+   */
+  readonly send: (group: string, messages: readonly Message[], quiesce?: boolean) => void;
+  /**
+   * Quiesce when idle (default false). A leader with nothing in flight for an election
+   * timeout marks its heartbeats; a follower told so stops its election clock and marks its
+   * answer; once every peer answered so, the leader stops its clock too (and its lease
+   * ends). Anything else that happens in the group — a message, a proposal, a read, a
+   * transfer — wakes whoever it reaches, and what that node sends wakes the rest.
+   */
+  readonly quiesce?: boolean;
+  /**
+   * Whether node `peer` has been silent for an election timeout: a quiescent follower of
+   * its leader's node wakes and, its clock running again, elects a new leader if need be.
+   * Needed with `quiesce` (default: never silent).
+   */
+  readonly peerSilent?: (peer: number) => boolean;
   /**
    * Initial members of a group created from nothing (every member gets the same list).
    * Absent: the node waits to be added by the group's leader (it starts with an empty log).
@@ -136,6 +154,8 @@ export interface RaftGroupStatus extends RaftStatus {
   readonly snapshotsSent: number;
   /** Snapshots of the state machine built for followers behind the compacted log. */
   readonly snapshotsBuilt: number;
+  /** The group's clock is stopped here: it is idle (see `RaftGroupOptions.quiesce`). */
+  readonly quiescent: boolean;
   /** Why this node stopped driving the group (a failed write or apply, a lost log). */
   readonly failure?: string;
 }
@@ -146,6 +166,17 @@ export interface RaftGroupStatus extends RaftStatus {
  */
 const readEpoch = randomBytes(6).toString("hex");
 let readSeq = 0;
+
+/** A follower's plain answer to a leader's heartbeat or append: on a leader, no news. */
+function answersLeader(m: Message, role: RaftStatus["role"]): boolean {
+  return role === "leader" && (m.type === "heartbeat_resp" || (m.type === "app_resp" && !m.reject));
+}
+
+/** True when every message is of type `type` (such a batch may carry a quiescence mark). */
+function onlyOf(messages: readonly Message[], type: Message["type"]): boolean {
+  for (const m of messages) if (m.type !== type) return false;
+  return true;
+}
 
 /** What a leader may send before its own write of the same Ready is durable. */
 const REPLICATION: ReadonlySet<Message["type"]> = new Set(["app", "heartbeat", "snap"]);
@@ -212,6 +243,14 @@ export class RaftGroup<R> {
   private readonly received: SnapshotFile[] = [];
   /** Settles once the snapshot being installed is (reads wait for it). */
   private installing: Promise<void> | undefined;
+  /** Consecutive ticks this leader had nothing in flight (see {@link idle}). */
+  private quietTicks = 0;
+  /** A leader asking its peers to quiesce: those that answered they did. */
+  private asking: Set<number> | undefined;
+  /** The clock is stopped (`RaftGroupOptions.quiesce`). */
+  private quiescent = false;
+  /** A quiescent leader's peers (the group's members when it stopped its clock). */
+  private quiescentPeers: readonly number[] = [];
   /** Reads of the state machine in progress ({@link reading}), and who waits for none. */
   private readers = 0;
   private readersDone: (() => void) | undefined;
@@ -325,13 +364,77 @@ export class RaftGroup<R> {
     }
     if (this.files.length > (this.built === undefined ? 0 : 1)) this.removeUnsentFiles();
     if (this.buildBackoff > 0) this.buildBackoff--;
+    if (this.quiescent) {
+      // Woken by a silent node: a follower's leader (it elects a new one if need be), or one
+      // of a leader's peers (heartbeating again, the leader sees it back, or it stays awake).
+      const silent = this.o.peerSilent;
+      if (silent === undefined) return;
+      const woken =
+        this.raft.role === "leader" ? this.quiescentPeers.some(silent) : silent(this.raft.lead);
+      if (!woken) return;
+      this.wake();
+    }
+    if (this.o.quiesce === true && this.raft.role === "leader") {
+      if (!this.idle()) {
+        this.quietTicks = 0;
+        this.asking = undefined;
+      } else if (this.asking !== undefined && this.answeredAll()) {
+        this.asking = undefined;
+        this.quiescent = true;
+        this.quiescentPeers = this.peers();
+        // Its clock stops: a lease counted in ticks would never run out.
+        this.raft.expireLease();
+        return;
+      } else if (++this.quietTicks >= (this.o.electionTick ?? 10)) {
+        this.asking ??= new Set();
+      }
+    }
     this.raft.tick();
     this.kick();
   }
 
-  /** Delivers a message from a peer; a message the core refuses is reported and dropped. */
-  step(m: Message): void {
+  /** True on a leader with nothing in flight here or in the core (`Raft.isQuiet`). */
+  private idle(): boolean {
+    return (
+      this.running === undefined &&
+      this.proposals.size === 0 &&
+      this.reads.size === 0 &&
+      this.applyBacklog === 0 &&
+      this.installing === undefined &&
+      !this.building &&
+      this.raft.isQuiet()
+    );
+  }
+
+  /** Every peer of the group answered this leader's quiescence mark. */
+  private answeredAll(): boolean {
+    return this.peers().every((id) => this.asking?.has(id) === true);
+  }
+
+  /** The group's members but this node (voters, learners, both sides of a joint config). */
+  private peers(): number[] {
+    const c = this.raft.status().confState;
+    const ids = new Set([...c.voters, ...c.learners, ...c.votersOutgoing, ...c.learnersNext]);
+    ids.delete(this.o.nodeId);
+    return [...ids];
+  }
+
+  /** Starts the clock again (anything that happens in the group). */
+  private wake(): void {
+    this.quiescent = false;
+    this.asking = undefined;
+    this.quietTicks = 0;
+  }
+
+  /**
+   * Delivers a message from a peer; a message the core refuses is reported and dropped.
+   * `quiesce`: its envelope's mark (a leader's heartbeat asking to quiesce, or a follower's
+   * answer that it did); any other message wakes the group here, but a leader's answers to
+   * its heartbeats and appends (nothing happened).
+   */
+  step(m: Message, quiesce = false): void {
     if (this.closed) return;
+    if (!quiesce && !answersLeader(m, this.raft.role)) this.wake();
     try {
       this.raft.step(m);
     } catch (err) {
@@ -341,12 +444,26 @@ export class RaftGroup<R> {
       else this.o.onError?.(err, `message ${m.type} from node ${m.from}`);
       return;
     }
+    if (quiesce) this.quiesceMarked(m);
     this.kick();
+  }
+
+  /** A marked heartbeat quiesces a caught-up follower; a marked answer counts for its leader. */
+  private quiesceMarked(m: Message): void {
+    const r = this.raft;
+    if (m.term !== r.term) return;
+    if (m.type === "heartbeat" && r.role === "follower" && r.lead === m.from) {
+      // Its whole log committed: nothing a later leader would have to decide for it.
+      if (r.log.committed === r.log.lastIndex()) this.quiescent = true;
+    } else if (m.type === "heartbeat_resp" && r.role === "leader") {
+      this.asking?.add(m.from);
+    }
   }
 
   /** Starts an election now (a single-voter group elects itself at once). */
   campaign(): void {
     if (this.closed) return;
+    this.wake();
     this.raft.campaign();
     this.kick();
   }
@@ -376,6 +493,7 @@ export class RaftGroup<R> {
       snapshotsInstalled: this.snapshotsInstalled,
       snapshotsSent: this.snapshotsSent,
       snapshotsBuilt: this.snapshotsBuilt,
+      quiescent: this.quiescent,
       ...(this.failure === undefined ? {} : { failure: this.failure }),
     };
   }
@@ -458,6 +576,7 @@ export class RaftGroup<R> {
   propose(data: Uint8Array): Promise<ProposalResult<R>> {
     if (this.closed) return Promise.reject(groupClosed(this.id));
     if (this.raft.role !== "leader") return Promise.reject(notLeader(this.id, this.leader));
+    this.wake();
     try {
       this.raft.propose(data);
     } catch (err) {
@@ -480,6 +599,7 @@ export class RaftGroup<R> {
   proposeConfChange(cc: ConfChange): Promise<ProposalResult<R>> {
     if (this.closed) return Promise.reject(groupClosed(this.id));
     if (this.raft.role !== "leader") return Promise.reject(notLeader(this.id, this.leader));
+    this.wake();
     try {
       this.raft.proposeConfChange(cc);
     } catch (err) {
@@ -491,6 +611,7 @@ export class RaftGroup<R> {
   /** Asks the leader to hand over leadership to `nodeId`. */
   transferLeader(nodeId: number): void {
     if (this.raft.role !== "leader") throw notLeader(this.id, this.leader);
+    this.wake();
     this.raft.transferLeader(nodeId);
     this.kick();
   }
@@ -502,6 +623,7 @@ export class RaftGroup<R> {
   readIndex(timeoutMs = 10_000): Promise<void> {
     if (this.closed) return Promise.reject(groupClosed(this.id));
     const ctx = `${this.o.nodeId}:${readEpoch}:${++readSeq}`;
+    this.wake();
     try {
       this.raft.readIndex(new TextEncoder().encode(ctx));
     } catch (err) {
@@ -666,12 +788,35 @@ export class RaftGroup<R> {
   private fail(err: unknown, what = "ready"): void {
     if (this.closed && this.proposals.size === 0 && this.reads.size === 0) return;
     this.o.onError?.(err, what);
+    if (!this.closed) this.handOff();
     this.closed = true;
     this.failure ??= err instanceof Error ? err.message : String(err);
     for (const p of this.proposals.values()) p.reject(err);
     this.proposals.clear();
     for (const r of this.reads.values()) r.reject(err);
     this.reads.clear();
+  }
+
+  /**
+   * On a leader that stops driving the group: asks the voter that holds most of the log to
+   * campaign at once (TimeoutNow, as a transfer does), rather than leave the others to notice
+   * — which quiescent followers of a node that goes on running would not.
+   */
+  private handOff(): void {
+    if (this.raft.role !== "leader") return;
+    const st = this.raft.status();
+    let to = 0;
+    let best = -1;
+    for (const [id, match] of st.match) {
+      if (id !== this.o.nodeId && match > best && st.confState.voters.includes(id)) {
+        to = id;
+        best = match;
+      }
+    }
+    if (to === 0) return;
+    this.o.send(this.id, [
+      createMessage({ type: "timeout_now", from: this.o.nodeId, to, term: this.raft.term }),
+    ]);
   }
 
   /** Queues `entries` for the state machine behind every batch queued before. */
@@ -713,7 +858,8 @@ export class RaftGroup<R> {
       // A snapshot still being sent is kept for other followers as if asked for again.
       this.ticksSinceAsked = 0;
     }
-    if (early.length > 0) this.o.send(this.id, early);
+    if (early.length > 0)
+      this.o.send(this.id, early, this.asking !== undefined && onlyOf(early, "heartbeat"));
     if (rd.snapshot !== undefined) {
       // Installed and made durable in the state machine before the log records it, so the
       // log never holds a copy of the data. A crash in between leaves the state machine
@@ -754,7 +900,8 @@ export class RaftGroup<R> {
         }
       }
     }
-    if (late.length > 0) this.o.send(this.id, late);
+    if (late.length > 0)
+      this.o.send(this.id, late, this.quiescent && onlyOf(late, "heartbeat_resp"));
     const committed = rd.committedEntries;
     if (committed.length > 0) this.enqueueApply(committed);
     if (

@@ -33,6 +33,8 @@ afterEach(async () => {
 interface Received {
   group: string;
   m: Message;
+  /** The envelope's quiescence mark. */
+  quiesce: boolean;
 }
 
 type ServerKind = "fast path" | "connect";
@@ -51,21 +53,25 @@ async function nodeOf(
   rejected: unknown[];
   calls: number[];
   streams: number;
+  /** Batches admitted (the `heard` hook), by sender. */
+  heard: number[];
 }> {
   const got: Received[] = [];
   const rejected: unknown[] = [];
   const calls: number[] = [];
+  const heard: number[] = [];
   const impl = createRaftServiceImpl({
     nodeId: id,
-    deliver: (group, m) => {
-      got.push({ group, m });
+    deliver: (group, m, quiesce) => {
+      got.push({ group, m, quiesce });
       return group !== "unknown";
     },
+    heard: (from) => heard.push(from),
     onRejected: (err) => rejected.push(err),
     ...(options.stop === undefined ? {} : { stop: options.stop }),
     ...(options.admit === undefined ? {} : { admit: options.admit }),
   });
-  const out = { url: "", got, rejected, calls, streams: 0 };
+  const out = { url: "", got, rejected, calls, streams: 0, heard };
   const raft = {
     stream(requests: AsyncIterable<RaftBatch>) {
       out.streams++;
@@ -138,6 +144,33 @@ describe.each<ServerKind>(["fast path", "connect"])("raft transport, %s server",
     expect(t.stats()[0]?.queued).toBe(0);
   });
 
+  it("carries the quiescence mark; keepAlive writes an empty batch to a peer only when nothing else went", async () => {
+    const peer = await node(2);
+    const t = createRaftTransport({
+      nodeId: 1,
+      addressOf: (p) => (p === 2 ? peer.url : undefined),
+    });
+    transports.push(t);
+    const heartbeat = () => createMessage({ type: "heartbeat", from: 1, to: 2, term: 1 });
+    t.send("a", [heartbeat()], true);
+    t.send("b", [heartbeat()]);
+    await until(() => peer.got.length === 2);
+    expect(peer.got.map((r) => [r.group, r.quiesce])).toEqual([
+      ["a", true],
+      ["b", false],
+    ]);
+    expect(peer.heard).toEqual([1]);
+    t.keepAlive([1, 2]); // a batch went since the last call (none): nothing more
+    await new Promise((r) => setTimeout(r, 50));
+    expect(peer.calls).toEqual([2]);
+    t.keepAlive([1, 2]); // nothing since the last call: an empty batch (never to itself)
+    await until(() => peer.calls.length === 2);
+    expect(peer.calls).toEqual([2, 0]);
+    expect(peer.heard).toEqual([1, 1]);
+    expect(peer.got).toHaveLength(2);
+    expect(t.stats()[0]).toMatchObject({ messages: 2, dropped: 0 });
+  });
+
   it("sends both nodes' incarnations with every batch; a batch the receiver refuses is dropped whole", async () => {
     const seen: { from: number; to: number }[] = [];
     let admitted = false;
@@ -172,7 +205,7 @@ describe.each<ServerKind>(["fast path", "connect"])("raft transport, %s server",
     const peer = await node(2);
     const impl = createRaftServiceImpl({
       nodeId: 2,
-      deliver: (g, m) => peer.got.push({ group: g, m }) > 0,
+      deliver: (g, m, quiesce) => peer.got.push({ group: g, m, quiesce }) > 0,
       onRejected: (e) => peer.rejected.push(e),
     });
     const ok = create(RaftEnvelopeSchema, {

@@ -85,8 +85,17 @@ export interface PeerTransportStats {
 
 /** The sending half of the transport. */
 export interface RaftTransport {
-  /** Queues the messages of `group` (local message types are ignored). Never blocks. */
-  send(group: string, messages: readonly Message[]): void;
+  /**
+   * Queues the messages of `group` (local message types are ignored). Never blocks.
+   * `quiesce` marks their envelopes (a heartbeat of an idle group, or its answer).
+   */
+  send(group: string, messages: readonly Message[], quiesce?: boolean): void;
+  /**
+   * Writes an empty batch to each of `peers` this transport wrote nothing to since the
+   * previous call: called every tick, so a peer hears from this node at least once per two
+   * ticks even while every group they share is quiescent (the peer's liveness check).
+   */
+  keepAlive(peers: Iterable<number>): void;
   stats(): PeerTransportStats[];
   close(): void;
 }
@@ -101,7 +110,9 @@ interface PeerStream {
   h2: ClientHttp2Stream | undefined;
   /** Groups whose messages went on this stream (told on failure: those may be lost). */
   readonly groups: Set<string>;
-  /** Messages of the batch being written, 0 when none. */
+  /** A batch is being written (one at a time). */
+  busy: boolean;
+  /** Messages of the batch being written (a keep-alive batch has none). */
   writing: number;
 }
 
@@ -114,6 +125,8 @@ interface Peer {
   stream: PeerStream | undefined;
   /** A flush is queued for the end of this turn (setImmediate). */
   flushQueued: boolean;
+  /** A batch was written since the last {@link RaftTransport.keepAlive}. */
+  wrote: boolean;
   backoffMs: number;
   retryAt: number;
   timer: NodeJS.Timeout | undefined;
@@ -150,6 +163,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         url: undefined,
         stream: undefined,
         flushQueued: false,
+        wrote: false,
         backoffMs: 0,
         retryAt: 0,
         timer: undefined,
@@ -249,6 +263,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         ),
         h2: undefined,
         groups: new Set(),
+        busy: false,
         writing: 0,
       };
       p.stream = s;
@@ -266,7 +281,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
   };
 
   const schedule = (p: Peer): void => {
-    if (closed || p.stream?.writing || p.timer !== undefined || p.queue.length === 0) return;
+    if (closed || p.stream?.busy || p.timer !== undefined || p.queue.length === 0) return;
     const wait = Math.max(0, p.retryAt - Date.now());
     p.timer = setTimeout(() => {
       p.timer = undefined;
@@ -276,8 +291,9 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     p.timer.unref();
   };
 
-  const flush = (p: Peer): void => {
-    if (closed || (p.stream?.writing ?? 0) > 0 || p.queue.length === 0) return;
+  /** Writes the next batch of `p`'s queue; an empty one too when `keepAlive`. */
+  const flush = (p: Peer, keepAlive = false): void => {
+    if (closed || p.stream?.busy === true || (p.queue.length === 0 && !keepAlive)) return;
     const s = streamOf(p);
     let take = 0;
     let size = 0;
@@ -294,7 +310,9 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       return;
     }
     for (const g of groups) s.groups.add(g);
+    s.busy = true;
     s.writing = envelopes.length;
+    p.wrote = true;
     const stalled = setTimeout(
       () =>
         fail(
@@ -321,6 +339,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         return;
       }
       if (p.stream !== s) return;
+      s.busy = false;
       s.writing = 0;
       p.connected = true;
       p.batches++;
@@ -343,13 +362,13 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
   };
 
   return {
-    send(group, messages) {
+    send(group, messages, quiesce = false) {
       if (closed) return;
       const touched = new Set<Peer>();
       for (const m of messages) {
         if (!isWireMessage(m) || m.to === options.nodeId) continue;
         const p = peerOf(m.to);
-        p.queue.push({ group, message: m });
+        p.queue.push(quiesce ? { group, message: m, quiesce } : { group, message: m });
         p.bytes.push(sizeOf(m));
         if (p.queue.length > maxQueued) {
           p.queue.shift();
@@ -360,7 +379,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       }
       for (const p of touched) {
         if (p.retryAt > Date.now()) schedule(p);
-        else if (!p.stream?.writing && p.timer === undefined && !p.flushQueued) {
+        else if (!p.stream?.busy && p.timer === undefined && !p.flushQueued) {
           // Let the rest of this turn's messages (other groups) join the batch. setImmediate,
           // not setTimeout(0): a timer waits at least 1 ms, paid on every hop of a commit.
           p.flushQueued = true;
@@ -369,6 +388,17 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
             flush(p);
           });
         }
+      }
+    },
+    keepAlive(ids) {
+      if (closed) return;
+      const now = Date.now();
+      for (const id of ids) {
+        if (id === options.nodeId) continue;
+        const p = peerOf(id);
+        const idle = p.queue.length === 0 && p.timer === undefined && !p.flushQueued;
+        if (!p.wrote && idle && p.retryAt <= now) flush(p, true);
+        p.wrote = false;
       }
     },
     stats: () =>
@@ -409,8 +439,13 @@ function cancel(s: PeerStream): void {
 /** Options of {@link createRaftServiceImpl}. */
 export interface RaftServiceOptions {
   readonly nodeId: number;
-  /** Delivers a decoded message to its group; false when this node does not host it. */
-  readonly deliver: (group: string, message: Message) => boolean;
+  /**
+   * Delivers a decoded message to its group, with its envelope's `quiesce` mark; false when
+   * this node does not host the group.
+   */
+  readonly deliver: (group: string, message: Message, quiesce: boolean) => boolean;
+  /** Told of every batch admitted from node `fromNode` (an empty keep-alive one too). */
+  readonly heard?: (fromNode: number) => void;
   /** Told of every message refused as malformed (it is dropped; the node keeps serving). */
   readonly onRejected: (err: unknown, fromNode: number) => void;
   /**
@@ -442,6 +477,7 @@ export function createRaftServiceImpl(options: RaftServiceOptions): {
     const from = Number(req.fromNode);
     const incarnations = { from: Number(req.fromIncarnation), to: Number(req.toIncarnation) };
     if (options.admit?.(from, incarnations) === false) return create(RaftBatchAckSchema);
+    options.heard?.(from);
     for (const env of req.messages) {
       let m: Message;
       try {
@@ -454,7 +490,7 @@ export function createRaftServiceImpl(options: RaftServiceOptions): {
         options.onRejected(err, from);
         continue;
       }
-      if (!options.deliver(env.group, m)) unknown.add(env.group);
+      if (!options.deliver(env.group, m, env.quiesce)) unknown.add(env.group);
     }
     return create(RaftBatchAckSchema, { unknownGroups: [...unknown] });
   };

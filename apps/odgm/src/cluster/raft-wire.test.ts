@@ -150,14 +150,24 @@ describe("raft wire codec", () => {
       fc.property(
         id,
         id,
-        fc.array(fc.record({ group: groupArb, message: messageArb }), { maxLength: 5 }),
+        fc.array(
+          fc.record(
+            { group: groupArb, message: messageArb, quiesce: fc.boolean() },
+            { requiredKeys: ["group", "message"] },
+          ),
+          { maxLength: 5 },
+        ),
         fc.record({ from: incarnation, to: incarnation }),
         (from, to, messages, incarnations) => {
           const bytes = encodeRaftBatch(from, to, messages, incarnations);
           const expected = create(RaftBatchSchema, {
             fromNode: BigInt(from),
             toNode: BigInt(to),
-            messages: messages.map((g) => ({ group: g.group, message: reference(g.message) })),
+            messages: messages.map((g) => ({
+              group: g.group,
+              message: reference(g.message),
+              quiesce: g.quiesce === true,
+            })),
             fromIncarnation: BigInt(incarnations.from),
             toIncarnation: BigInt(incarnations.to),
           });
@@ -168,8 +178,9 @@ describe("raft wire codec", () => {
             back.messages.map((e) => ({
               group: e.group,
               message: fromWireMessage(e.message ?? create(RaftMessageSchema)),
+              quiesce: e.quiesce,
             })),
-          ).toEqual(messages);
+          ).toEqual(messages.map((g) => ({ ...g, quiesce: g.quiesce === true })));
         },
       ),
       { numRuns: 1000 },

@@ -53,6 +53,8 @@ export function isWireMessage(m: Message): boolean {
 export interface GroupMessage {
   readonly group: string;
   readonly message: Message;
+  /** The envelope's `quiesce` mark (a heartbeat of an idle group, or its answer). */
+  readonly quiesce?: boolean;
 }
 
 /**
@@ -74,7 +76,7 @@ export function encodeRaftBatch(
   const sizes: number[] = [];
   let size =
     uintField(from) + uintField(to) + uintField(incarnations.from) + uintField(incarnations.to);
-  for (const { group, message } of messages) {
+  for (const { group, message, quiesce } of messages) {
     if (!TO_WIRE.has(message.type)) {
       throw new RaftWireError(`message type ${message.type} is local`);
     }
@@ -82,21 +84,22 @@ export function encodeRaftBatch(
     const m = messageSize(message);
     groups.push(g);
     sizes.push(m);
-    size += lenField(bytesField(g) + lenField(m));
+    size += lenField(bytesField(g) + lenField(m) + (quiesce === true ? 2 : 0));
   }
   const w = new Writer(size);
   w.uint(1, from);
   w.uint(2, to);
-  for (const [i, { group, message }] of messages.entries()) {
+  for (const [i, { group, message, quiesce }] of messages.entries()) {
     const g = groups[i] as number;
     const m = sizes[i] as number;
-    w.len(3, bytesField(g) + lenField(m));
+    w.len(3, bytesField(g) + lenField(m) + (quiesce === true ? 2 : 0));
     if (g > 0) {
       w.len(1, g);
       w.pos += w.buf.write(group, w.pos, "utf8");
     }
     w.len(2, m);
     writeMessage(w, message);
+    w.bool(3, quiesce === true);
   }
   w.uint(4, incarnations.from);
   w.uint(5, incarnations.to);

@@ -51,6 +51,8 @@ export interface OdgmMetrics {
   readonly raftCommitLatencyMs: Histogram<"group">;
   /** Raft: committed entries not applied yet on this node. */
   readonly raftApplyLag: Gauge<"group">;
+  /** 1 while a local group is quiescent (idle, its clock stopped). */
+  readonly raftQuiescent: Gauge<"group">;
   /** Raft: snapshots sent (chunks) and installed by this node. */
   readonly raftSnapshots: Gauge<"group" | "direction">;
   /** Raft messages to each peer since start, sent or dropped. */
@@ -277,6 +279,11 @@ export function createOdgmMetrics(): OdgmMetrics {
     raftApplyLag: g("odgm_raft_apply_lag", "Committed entries not yet applied on this node.", [
       "group",
     ]),
+    raftQuiescent: g(
+      "odgm_raft_quiescent",
+      "1 while a local group is quiescent: idle, its heartbeats and election clock stopped.",
+      ["group"],
+    ),
     raftSnapshots: g(
       "odgm_raft_snapshots",
       "Snapshot chunks sent, snapshots installed, and snapshots built for followers behind the compacted log.",

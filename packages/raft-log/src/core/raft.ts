@@ -458,6 +458,41 @@ export class Raft {
     return this.trk.quorumOf(active) === "won";
   }
 
+  /**
+   * Leader only: true when nothing is in flight — every entry is committed and applied, every
+   * peer (voters and learners) holds the whole log and answered a heartbeat within the last
+   * election timeout, and no read, conf change, transfer or snapshot is pending. Such a group
+   * may stop ticking (quiesce) until something happens: see {@link expireLease}.
+   */
+  isQuiet(): boolean {
+    if (this.role !== "leader" || this.leadTransferee !== 0) return false;
+    const last = this.log.lastIndex();
+    if (this.log.committed !== last || this.log.applied !== last) return false;
+    if (this.pendingConfIndex > this.log.applied || this.readOnly.size() > 0) return false;
+    if (this.pendingReadStates.length > 0 || this.readyOut !== undefined || this.hasReady()) {
+      return false;
+    }
+    const horizon = this.ticks - this.electionTimeout + 1;
+    for (const [id, pr] of this.trk.progress) {
+      if (id === this.id) continue;
+      // A probing follower that holds the whole log is caught up too (it probes after a
+      // failed send until an append succeeds, and an idle leader sends none).
+      if (pr.match !== last || pr.state === "snapshot" || pr.lastHeardTick < horizon) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Forgets when each peer last answered a heartbeat: {@link leaseValid} is false until a
+   * quorum answers one sent after this call. For a leader whose clock stops (quiescence): the
+   * lease counts ticks, and with none passing it would otherwise never run out.
+   */
+  expireLease(): void {
+    for (const pr of this.trk.progress.values()) pr.lastHeardTick = Number.NEGATIVE_INFINITY;
+  }
+
   // ---------------------------------------------------------------- Ready
 
   /** True when {@link ready} would return something to do. */

@@ -250,3 +250,55 @@ describe("reads and leader transfer (scenario 42)", () => {
     expect(nr.raft(1).status().commit).toBe(2);
   });
 });
+
+describe("quiescence: isQuiet and expireLease", () => {
+  const ctx = (s: string): Uint8Array => bytes(s);
+  it("a leader is quiet only once every peer holds, and has answered for, the whole applied log", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    expect(nt.raft(2).isQuiet()).toBe(false); // followers never are
+    nt.tickAll();
+    expect(nt.raft(1).isQuiet()).toBe(true);
+    // An entry a peer lacks, or one not committed yet, is something in flight.
+    nt.cutLink(1, 3);
+    nt.propose(1, "x");
+    expect(nt.raft(1).isQuiet()).toBe(false);
+    nt.recover();
+    nt.tickAll();
+    expect(nt.raft(1).isQuiet()).toBe(true);
+    // A follower the leader probes again (it was unreachable for a while) that holds the
+    // whole log is caught up: the idle leader sends it no append to leave the probe state.
+    nt.raft(1).reportUnreachable(2);
+    nt.tick(1);
+    expect(nt.raft(1).isQuiet()).toBe(true);
+    // A pending read is too, until it is answered.
+    nt.raft(1).readIndex(ctx("r"));
+    expect(nt.raft(1).isQuiet()).toBe(false);
+    nt.stabilize();
+    expect(nt.raft(1).isQuiet()).toBe(true);
+    // So is a peer that stopped answering heartbeats for an election timeout.
+    nt.isolate(3);
+    for (let t = 0; t < T; t++) nt.tick(1);
+    expect(nt.raft(1).isQuiet()).toBe(false);
+    nt.recover();
+    nt.tick(1);
+    expect(nt.raft(1).isQuiet()).toBe(true);
+    // And a leadership transfer.
+    nt.isolate(2);
+    nt.raft(1).transferLeader(2);
+    expect(nt.raft(1).isQuiet()).toBe(false);
+  });
+
+  it("expireLease: no lease read until a quorum answers a heartbeat sent after it", () => {
+    const nt = new Network([1, 2, 3], { raft: { readOnlyOption: "lease_based" } });
+    nt.campaign(1);
+    nt.tickAll(2);
+    expect(nt.raft(1).leaseValid()).toBe(true);
+    nt.raft(1).expireLease();
+    expect(nt.raft(1).leaseValid()).toBe(false);
+    expect(() => nt.raft(1).readIndex(ctx("stale"))).toThrow(/lease expired/);
+    expect(nt.raft(1).status().responsive.size).toBe(0);
+    nt.tick(1); // one heartbeat round
+    expect(nt.raft(1).leaseValid()).toBe(true);
+  });
+});
