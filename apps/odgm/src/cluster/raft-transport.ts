@@ -5,7 +5,8 @@
 // arrives meanwhile forms the next. A failed or stalled stream drops what it carried (Raft
 // resends), tells the groups it carried that the peer is unreachable, and is reopened after
 // a backoff. The sending half writes gRPC frames on the HTTP/2 stream itself (no client
-// library pipeline per batch); any gRPC server of `oprc.RaftService` can read them.
+// library pipeline per batch); any gRPC server of `oprc.RaftService` can read them. An empty
+// batch (`keepAlive`) tells a peer this node is there while no group has anything to send.
 import { type ClientHttp2Stream, constants, type IncomingHttpHeaders } from "node:http2";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -92,8 +93,9 @@ export interface RaftTransport {
   send(group: string, messages: readonly Message[], quiesce?: boolean): void;
   /**
    * Writes an empty batch to each of `peers` this transport wrote nothing to since the
-   * previous call: called every tick, so a peer hears from this node at least once per two
-   * ticks even while every group they share is quiescent (the peer's liveness check).
+   * previous call. Called at a steady period, it makes each peer hear from this node at
+   * least once per two periods, even while every group they share is quiescent (what the
+   * peer's liveness check counts on).
    */
   keepAlive(peers: Iterable<number>): void;
   stats(): PeerTransportStats[];
