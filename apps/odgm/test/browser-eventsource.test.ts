@@ -4,14 +4,13 @@
 // order. `.ci/run` installs Chromium (Debian package `chromium`); a developer machine
 // without it skips this file (ODGM_CHROMIUM names another binary), CI never does.
 import { existsSync } from "node:fs";
-import { rm } from "node:fs/promises";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { DataService } from "@oprc/grpc-api";
 import { freePorts } from "@oprc/test-config/ports";
 import { type Browser, chromium } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTempNode, type TempNode, testTempDir } from "./fixtures/temp-node.js";
 
 const CHROMIUM = process.env.ODGM_CHROMIUM ?? "/usr/bin/chromium";
 const present = existsSync(CHROMIUM);
@@ -39,18 +38,6 @@ afterAll(async () => {
   await browser?.close();
 });
 
-/** Data directories the tests made, removed after each test (passed or not). */
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
-});
-/** A temp directory removed after the test. */
-async function dataDir(prefix: string): Promise<string> {
-  const dir = await tempDir(prefix);
-  dirs.push(dir);
-  return dir;
-}
-
 interface Seen {
   id: string;
   revision: string;
@@ -59,7 +46,7 @@ interface Seen {
 
 describe.skipIf(!present && process.env.CI === undefined)("a browser's EventSource", () => {
   it("follows the change feed across a node restart without a gap or a duplicate", async () => {
-    const dir = await dataDir("odgm-browser-");
+    const dir = await testTempDir("odgm-browser-");
     const [port] = await freePorts(1);
     const env = {
       ODGM_COLLECTION: JSON.stringify([{ name: "c", partitionCount: 1 }]),

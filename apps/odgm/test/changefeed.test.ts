@@ -4,7 +4,6 @@
 // idle watchers get progress; filters return exactly what a model of the writes says;
 // a standards-following EventSource follows the SSE route across a restart; bad input gets
 // clear errors and a storm of watchers leaves the node serving.
-import { rm } from "node:fs/promises";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -19,24 +18,12 @@ import { serveGateway } from "@oprc/rest-gateway";
 import { freePorts } from "@oprc/test-config/ports";
 import { EventSource } from "eventsource";
 import fc from "fast-check";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startTempNode, type TempNode, tempDir } from "./fixtures/temp-node.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTempNode, type TempNode, testTempDir } from "./fixtures/temp-node.js";
 
 const enc = new TextEncoder();
 const v = (s: string) => ({ data: enc.encode(s) });
 const COLLECTIONS = JSON.stringify([{ name: "c" }, { name: "m" }]);
-
-/** Data directories the tests made, removed after each test (passed or not). */
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
-});
-/** A temp directory removed after the test. */
-async function dataDir(prefix: string): Promise<string> {
-  const dir = await tempDir(prefix);
-  dirs.push(dir);
-  return dir;
-}
 
 const clients = (n: TempNode) => {
   const transport = createGrpcTransport({ baseUrl: n.node.url });
@@ -71,7 +58,7 @@ async function collect(
 
 describe("gRPC Watch", () => {
   it("resumes after a client disconnect and a server restart: 10,000 mutations, no gap, no duplicate", async () => {
-    const dir = await dataDir("odgm-feed-");
+    const dir = await testTempDir("odgm-feed-");
     let node = await startTempNode({ ODGM_COLLECTION: COLLECTIONS }, dir);
     const N = 10_000;
     const idOf = (i: number) =>
@@ -352,7 +339,7 @@ describe("filters against a model of the writes", () => {
  * writes across a restart of the node (same port) and sees every revision once, in order.
  */
 async function followAcrossRestart(through: "node" | "gateway"): Promise<void> {
-  const dir = await dataDir("odgm-sse-");
+  const dir = await testTempDir("odgm-sse-");
   const [port] = await freePorts(1);
   const env = { ODGM_COLLECTION: COLLECTIONS, ODGM_HTTP_PORT: String(port) };
   let node = await startTempNode(env, dir);
