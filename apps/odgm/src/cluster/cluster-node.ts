@@ -661,6 +661,7 @@ export class ClusterNode {
     bootstrapVoters: readonly number[] | undefined,
   ): Promise<RaftGroup<R>> {
     const storage = await this.logs.open(id);
+    const reopened = storage.lastIndex() > 0 || storage.snapshot().metadata.index > 0;
     const group = await RaftGroup.open<R>({
       id,
       nodeId: this.nodeId,
@@ -672,6 +673,7 @@ export class ClusterNode {
       ...(bootstrapVoters === undefined ? {} : { bootstrapVoters }),
       electionTick: this.o.config.electionTicks,
       heartbeatTick: 1,
+      advanceElection: reopened,
       compactAfter: this.o.config.compactEntries,
       compactAfterBytes: this.o.config.compactBytes,
       catchUpEntries: this.o.config.catchUpEntries,

@@ -715,6 +715,29 @@ describe("RaftGroup", () => {
     expect(leader.status().applied).toBe(lastIndex);
   });
 
+  it("with advanceElection, a group opens with its election clock an election timeout ahead, less a tick", async () => {
+    const elapsed = async (advanceElection: boolean) => {
+      const installDir = mkdtempSync(join(tmpdir(), "raft-group-install-"));
+      dirs.push(installDir);
+      const g = await RaftGroup.open({
+        id: "g",
+        nodeId: 1,
+        storage: createMemoryLogStore(),
+        stateMachine: new ListMachine(),
+        send: () => undefined,
+        bootstrapVoters: [1, 2, 3],
+        electionTick: 10,
+        advanceElection,
+        installDir,
+      });
+      open.push(g);
+      return g.status().electionElapsed;
+    };
+    // Randomized timeouts of 10 to 19 ticks: 9 ahead, the first campaign comes within 10.
+    expect(await elapsed(true)).toBe(9);
+    expect(await elapsed(false)).toBe(0);
+  });
+
   describe("quiescence", () => {
     const quiescent = (c: Cluster) =>
       [...c.groups].filter(([id]) => !c.cut.has(id)).map(([, g]) => g.status().quiescent);
