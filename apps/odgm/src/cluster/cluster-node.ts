@@ -1068,7 +1068,7 @@ export class ClusterNode {
     if (g === undefined)
       throw new DataPlaneError("unavailable", `this node does not host group ${groupId}`);
     if (consistency === "follower") return;
-    if (consistency === "lease" && g.leaseValid()) return;
+    if (consistency === "lease" && g.leaseRead()) return;
     if (g.leader === 0 && (await this.leaderOf(g, this.electionMs() * 3)) === 0) {
       throw new DataPlaneError("unavailable", `group ${groupId} has no leader right now; retry`);
     }

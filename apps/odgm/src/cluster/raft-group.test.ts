@@ -754,7 +754,7 @@ describe("RaftGroup", () => {
 
     it("an idle group stops its heartbeats once every follower answered the mark; a proposal wakes it", async () => {
       const { c, l } = await quiesced();
-      expect(l.leaseValid()).toBe(false); // its clock stopped: no lease counted in ticks
+      expect(l.leaseRead()).toBe(false); // its clock stopped: no lease counted in ticks
       const before = c.sent();
       await c.tick(50);
       expect(c.sent() - before).toBe(0);
@@ -766,6 +766,20 @@ describe("RaftGroup", () => {
       // A linearizable read wakes the leader too, and is answered.
       await l.readIndex();
       expect(l.status().quiescent).toBe(false);
+    });
+
+    it("a group serving lease reads keeps its clock; once they stop, it quiesces", async () => {
+      const { c, l } = await quiesced();
+      await l.readIndex(); // wakes it; the heartbeat round renews the lease
+      await c.tick(1);
+      for (let t = 0; t < 40; t++) {
+        expect(l.leaseRead()).toBe(true);
+        await c.tick(1);
+      }
+      expect(quiescent(c)).toEqual([false, false, false]);
+      await c.tick(25);
+      expect(quiescent(c)).toEqual([true, true, true]);
+      expect(l.leaseRead()).toBe(false);
     });
 
     it("quiescent followers wake when their leader's node falls silent, and elect a new leader", async () => {

@@ -674,9 +674,17 @@ export class RaftGroup<R> {
     return { index: snap.index, conf: snap.confState };
   }
 
-  /** True while this node leads with a valid lease (lease-based reads may be served). */
-  leaseValid(): boolean {
-    return this.raft.role === "leader" && this.raft.leaseValid();
+  /**
+   * True while this node leads with a valid lease: a lease-based read may be served now. A
+   * group read this way is not idle: it keeps its heartbeats, which the lease needs, instead
+   * of quiescing (a quiescent leader's lease has ended, so it answers false and the read
+   * takes a quorum round, which wakes the group).
+   */
+  leaseRead(): boolean {
+    if (this.raft.role !== "leader" || !this.raft.leaseValid()) return false;
+    this.quietTicks = 0;
+    this.asking = undefined;
+    return true;
   }
 
   /**
