@@ -72,7 +72,13 @@ import {
 } from "./meta-state-machine.js";
 import { FORWARDED_HEADER } from "./partition-router.js";
 import { groupIdOf, parseGroupId, placeCollection, replicasOf } from "./placement.js";
-import { notLeader, RaftGroup, type RaftGroupStatus, type StateMachine } from "./raft-group.js";
+import {
+  mostCaughtUpVoter,
+  notLeader,
+  RaftGroup,
+  type RaftGroupStatus,
+  type StateMachine,
+} from "./raft-group.js";
 import {
   createRaftServiceImpl,
   createRaftTransport,
@@ -1434,15 +1440,7 @@ export class ClusterNode {
     for (const g of this.groups.values()) {
       if (!g.isLeader) continue;
       const st = g.status();
-      let target = 0;
-      let best = -1;
-      for (const id of st.confState.voters) {
-        const match = st.match.get(id) ?? 0;
-        if (id !== this.nodeId && this.answers(st, id) && connected.has(id) && match > best) {
-          target = id;
-          best = match;
-        }
-      }
+      const target = mostCaughtUpVoter(st, (id) => this.answers(st, id) && connected.has(id));
       if (target === 0) continue;
       try {
         g.transferLeader(target);

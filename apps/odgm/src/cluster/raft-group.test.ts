@@ -13,7 +13,7 @@ import {
   snapshotBytes,
 } from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
-import { RaftGroup, type StateMachine } from "./raft-group.js";
+import { mostCaughtUpVoter, RaftGroup, type StateMachine } from "./raft-group.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -736,6 +736,23 @@ describe("RaftGroup", () => {
     // Randomized timeouts of 10 to 19 ticks: 9 ahead, the first campaign comes within 10.
     expect(await elapsed(true)).toBe(9);
     expect(await elapsed(false)).toBe(0);
+  });
+
+  it("mostCaughtUpVoter: the accepted voter holding the most of the leader's log", () => {
+    const st = {
+      id: 1,
+      confState: { voters: [1, 2, 3, 4], learners: [5], votersOutgoing: [], learnersNext: [] },
+      match: new Map([
+        [1, 9],
+        [2, 7],
+        [3, 8],
+        [4, 3],
+        [5, 9],
+      ]),
+    } as unknown as Parameters<typeof mostCaughtUpVoter>[0];
+    expect(mostCaughtUpVoter(st)).toBe(3); // not itself, not the learner
+    expect(mostCaughtUpVoter(st, (id) => id !== 3)).toBe(2);
+    expect(mostCaughtUpVoter(st, () => false)).toBe(0);
   });
 
   describe("quiescence", () => {

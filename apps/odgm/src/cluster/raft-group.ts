@@ -174,6 +174,26 @@ export interface RaftGroupStatus extends RaftStatus {
 const readEpoch = randomBytes(6).toString("hex");
 let readSeq = 0;
 
+/**
+ * The voter other than the leader (`st`, a leader's status) that holds the most of its log
+ * among those `accept` takes, or 0 when none: the one to hand leadership to.
+ */
+export function mostCaughtUpVoter(
+  st: RaftStatus,
+  accept: (id: number) => boolean = () => true,
+): number {
+  let to = 0;
+  let best = -1;
+  for (const id of st.confState.voters) {
+    const match = st.match.get(id) ?? 0;
+    if (id !== st.id && match > best && accept(id)) {
+      to = id;
+      best = match;
+    }
+  }
+  return to;
+}
+
 /** A follower's plain answer to a leader's heartbeat or append: on a leader, no news. */
 function answersLeader(m: Message, role: RaftStatus["role"]): boolean {
   return role === "leader" && (m.type === "heartbeat_resp" || (m.type === "app_resp" && !m.reject));
@@ -682,8 +702,7 @@ export class RaftGroup<R> {
    */
   leaseRead(): boolean {
     if (this.raft.role !== "leader" || !this.raft.leaseValid()) return false;
-    this.quietTicks = 0;
-    this.asking = undefined;
+    this.wake(); // not quiescent (its lease would have ended): restarts the idle count
     return true;
   }
 
@@ -822,15 +841,7 @@ export class RaftGroup<R> {
    */
   private handOff(): void {
     if (this.raft.role !== "leader") return;
-    const st = this.raft.status();
-    let to = 0;
-    let best = -1;
-    for (const [id, match] of st.match) {
-      if (id !== this.o.nodeId && match > best && st.confState.voters.includes(id)) {
-        to = id;
-        best = match;
-      }
-    }
+    const to = mostCaughtUpVoter(this.raft.status());
     if (to === 0) return;
     this.o.send(this.id, [
       createMessage({ type: "timeout_now", from: this.o.nodeId, to, term: this.raft.term }),
