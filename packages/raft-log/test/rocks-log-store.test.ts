@@ -6,6 +6,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createGroupCommitter, type GroupCommitter } from "../src/storage/group-committer.js";
+import {
+  encodeEntryValue,
+  entryKey,
+  entryKeyIndex,
+  groupPrefix,
+} from "../src/storage/log-record-codec.js";
 import { openRocksLogDatabase, type RocksLogDatabase } from "../src/storage/rocks-log-database.js";
 import { createRocksLogStore } from "../src/storage/rocks-log-store.js";
 import type { LogStore } from "../src/storage-port.js";
@@ -166,6 +172,56 @@ describe("RocksDB log store specifics", () => {
       const ofG = rows.filter(([k]) => k[0] === 1 && k[1] === "g".charCodeAt(0));
       expect(ofG).toHaveLength(1);
       expect([kept.firstIndex(), kept.lastIndex(), kept.term(6)]).toEqual([5, 8, 3]);
+      await committer.close();
+      await database.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("removes compacted entries from disk with a range deletion, and what a crash left of one at the next compaction", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+    try {
+      const database = await openRocksLogDatabase({ path: dir });
+      const committer = createGroupCommitter(database);
+      const open = (groupId: string) => createRocksLogStore({ database, groupId, committer });
+      const [g, g1, g10] = await Promise.all(["g", "g1", "g10"].map(open));
+      if (g === undefined || g1 === undefined || g10 === undefined) throw new Error("not opened");
+      for (const s of [g, g1, g10]) await s.save({ entries: run(1, 10, 2) });
+      const onDisk = async (groupId: string): Promise<number[]> => {
+        const prefix = groupPrefix(groupId);
+        const rows = await database.db
+          .iterator({
+            column: database.column,
+            gte: entryKey(prefix, 0),
+            lte: entryKey(prefix, Number.MAX_SAFE_INTEGER),
+          })
+          .all();
+        return rows.map(([k]) => entryKeyIndex(k));
+      };
+      const snap = (index: number) => ({
+        metadata: { index, term: 2, confState: g1.initialState().confState },
+        data: new Uint8Array(0),
+      });
+      await g1.compact(4, snap(4));
+      expect(await onDisk("g1")).toEqual([5, 6, 7, 8, 9, 10]);
+      for (const id of ["g", "g10"])
+        expect(await onDisk(id)).toEqual(run(1, 10, 2).map((e) => e.index));
+
+      // A crash after the floor was written but before its range deletion: the entries are
+      // still on disk, skipped when the log is opened, and gone after the next compaction.
+      await database.write(
+        [1, 2].map((i) => ({
+          type: "put" as const,
+          key: entryKey(groupPrefix("g1"), i),
+          value: encodeEntryValue(ent(i, 2)),
+        })),
+      );
+      const reopened = await open("g1");
+      expect([reopened.firstIndex(), reopened.lastIndex()]).toEqual([5, 10]);
+      await reopened.compact(6, snap(6));
+      expect(await onDisk("g1")).toEqual([7, 8, 9, 10]);
+      expect(reopened.entries(7, 11).map((e) => e.index)).toEqual([7, 8, 9, 10]);
       await committer.close();
       await database.close();
     } finally {

@@ -12,6 +12,8 @@ import { RaftError } from "../core/raft-error.js";
 /** The `RocksLevel` parts the log store uses (from `@oprc/rocksdb`), plus `iterator().all()`. */
 export type RocksDbLike = Omit<RocksLevelLike, "iterator"> & {
   iterator(options: Record<string, unknown>): { all(): Promise<[Uint8Array, Uint8Array][]> };
+  /** The binding's range removal: one `DeleteRange` (not synced) when no `limit` is given. */
+  _clear(options: { column: unknown; gte: Uint8Array; lt: Uint8Array }): Promise<void>;
 };
 
 export type { RocksLevelConstructor };
@@ -34,6 +36,12 @@ export interface RocksLogDatabase {
   readonly workerAccess: { readonly handle: bigint; readonly modulePath: string } | undefined;
   /** Writes `ops` as one WriteBatch through the database's writer; `sync` (default true). */
   write(ops: readonly RocksWrite[], sync?: boolean): Promise<void>;
+  /**
+   * Removes every key in [`gte`, `lt`) of the log's column family with one range deletion,
+   * not synced: for records already dead on disk (below a durable compaction floor), so
+   * losing it in a crash only leaves them for the next call to remove.
+   */
+  clear(gte: Uint8Array, lt: Uint8Array): Promise<void>;
   /** Registers work to finish before the database closes (group committers). */
   beforeClose(hook: () => Promise<void>): () => void;
   /** Runs the `beforeClose` hooks, then closes the database if this object opened it. */
@@ -163,6 +171,13 @@ function wrap(
           ops.map((op) => ({ column: name, ...op })),
           { sync },
         );
+      } catch (cause) {
+        throw RaftError.from(cause, "unavailable");
+      }
+    },
+    async clear(gte, lt) {
+      try {
+        await db._clear({ column: db.columns[name], gte, lt });
       } catch (cause) {
         throw RaftError.from(cause, "unavailable");
       }

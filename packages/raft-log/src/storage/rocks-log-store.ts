@@ -117,7 +117,7 @@ export async function createRocksLogStore(options: RocksLogStoreOptions): Promis
   let expect = state.floorIndex + 1;
   for (const [k, v] of rows) {
     const index = entryKeyIndex(k);
-    if (index <= state.floorIndex) continue; // leftovers of an interrupted compaction: none expected
+    if (index <= state.floorIndex) continue; // left by a crash before a compaction's range deletion
     if (index !== expect) {
       throw new RaftError("invalid_state", `log of ${groupId} has a hole at ${expect}`);
     }
@@ -161,8 +161,14 @@ export async function createRocksLogStore(options: RocksLogStoreOptions): Promis
         value: encodeFloor(delta.floor.index, delta.floor.term),
       });
     }
+    // Entries at or below a new floor are dead whether or not they are still on disk
+    // (recovery skips them): one range deletion removes them once the floor is durable
+    // (`persist`). Only a truncated suffix above it is deleted key by key, in the batch.
+    const floor = delta.floor?.index ?? 0;
     for (const [lo, hi] of delta.deleted) {
-      for (let i = lo; i <= hi; i++) ops.push({ type: "del", key: entryKey(prefix, i) });
+      for (let i = Math.max(lo, floor + 1); i <= hi; i++) {
+        ops.push({ type: "del", key: entryKey(prefix, i) });
+      }
     }
     for (const e of delta.put) {
       ops.push({ type: "put", key: entryKey(prefix, e.index), value: encodeEntryValue(e) });
@@ -182,6 +188,10 @@ export async function createRocksLogStore(options: RocksLogStoreOptions): Promis
     try {
       if (committer !== undefined) await committer.write(ops);
       else await database.write(ops, true);
+      // From index 0, so what a crash kept of an earlier compaction goes too.
+      if (delta.floor !== undefined) {
+        await database.clear(entryKey(prefix, 0), entryKey(prefix, delta.floor.index + 1));
+      }
     } catch (e) {
       failed = e;
       throw RaftError.from(e, "unavailable");
