@@ -335,6 +335,7 @@ function corruptingEngine(
           getMany: (ks, k) => shard.getMany(ks, k),
           iterator: (ks, o) => shard.iterator(ks, o),
           write: (ops, o) => shard.write(rewrite(ops), o),
+          clear: (ks, range) => shard.clear(ks, range),
         };
         wrapped.set(name, w);
       }

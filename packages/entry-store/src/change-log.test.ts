@@ -188,6 +188,45 @@ describe("the change log (RocksDB)", () => {
     expect((await log.read(1n, 100)).map((r) => r.revision)).toEqual([10n]);
   });
 
+  it("removes a backlog of any size in one call (12,000 records, beyond the old 10,000 a run)", async () => {
+    let now = 0;
+    const store = await createEntryStore({
+      engine: await rocks(),
+      shard: "c/0",
+      changeLog: {},
+      now: () => now,
+      sync: false,
+    });
+    for (let i = 1; i <= 12_000; i++) {
+      now = i;
+      await store.setEntry("o", "k", v("x"));
+    }
+    const log = store.changes;
+    if (log === undefined) throw new Error("no change log");
+    // By count: 11,500 go at once.
+    expect(await log.compact({ maxRecords: 500, maxAgeMs: 1e12 }, now)).toBe(11_500);
+    expect(await log.oldest()).toBe(11_501n);
+    // By age, between two records: timestamps below 11,800 go.
+    expect(await log.compact({ maxRecords: 1e9, maxAgeMs: 200 }, 12_000)).toBe(299);
+    expect(await log.oldest()).toBe(11_800n);
+    expect((await log.read(1n, 10)).map((r) => r.revision)).toEqual([
+      11_800n,
+      11_801n,
+      11_802n,
+      11_803n,
+      11_804n,
+      11_805n,
+      11_806n,
+      11_807n,
+      11_808n,
+      11_809n,
+    ]);
+    // Writing on after a compaction works, and nothing is left to remove.
+    await store.setEntry("o", "k", v("y"));
+    expect(log.head()).toBe(12_001n);
+    expect(await log.compact({ maxRecords: 1e9, maxAgeMs: 1e12 }, now)).toBe(0);
+  });
+
   it("holds records a reader has not finished, and stores readers' cursors", async () => {
     const store = await storeOn(await rocks());
     for (let i = 0; i < 10; i++) await store.setEntry("o", `k${i}`, v("x"));
@@ -327,5 +366,60 @@ describe("RecentChanges", () => {
     expect(ring.read(9n, 10)?.map((r) => r.revision)).toEqual([9n]);
     ring.clear();
     expect(ring.read(9n, 10)).toBeUndefined();
+  });
+});
+
+describe("change-log compaction (property, in memory)", () => {
+  it("removes exactly the oldest records outside the count and age bounds, before any hold", async () => {
+    const retention = fc.record({
+      maxRecords: fc.integer({ min: 1, max: 70 }),
+      maxAgeMs: fc.integer({ min: 0, max: 400 }),
+      holdFrom: fc.option(fc.bigInt({ min: 1n, max: 70n }), { nil: undefined }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 1, maxLength: 60 }),
+        fc.array(fc.tuple(retention, fc.integer({ min: 0, max: 400 })), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        async (steps, runs) => {
+          let now = 1_000;
+          const times: number[] = [];
+          const store = await createEntryStore({
+            engine: createMemoryEngine(),
+            shard: "c/0",
+            changeLog: {},
+            now: () => now,
+          });
+          for (const step of steps) {
+            now += step;
+            times.push(now);
+            await store.setEntry("o", "k", v("x"));
+          }
+          const log = store.changes;
+          if (log === undefined) throw new Error("no change log");
+          const head = BigInt(steps.length);
+          let oldest = 1n;
+          for (const [r, late] of runs) {
+            const at = now + late;
+            // The model: records below the hold (and the head) go while outside either bound.
+            const end = r.holdFrom !== undefined && r.holdFrom < head ? r.holdFrom : head;
+            const keepFrom = head - BigInt(r.maxRecords) + 1n;
+            let cut = oldest;
+            while (
+              cut < end &&
+              (cut < keepFrom || (times[Number(cut) - 1] as number) < at - r.maxAgeMs)
+            ) {
+              cut++;
+            }
+            expect(await log.compact(r, at)).toBe(Number(cut - oldest));
+            oldest = cut;
+            expect(await log.oldest()).toBe(oldest);
+            expect((await log.read(1n, 100)).map((c) => c.revision)[0]).toBe(oldest);
+          }
+        },
+      ),
+    );
   });
 });

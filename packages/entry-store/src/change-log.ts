@@ -212,44 +212,53 @@ export interface ChangeRetention {
 }
 
 /**
- * Deletes records outside `retention` (oldest first, at most `budget` per call, so one call
- * stays short); returns how many it removed. The newest record is never removed by age, so
- * the head stays readable.
+ * Removes the records outside `retention`, oldest first, however many: those beyond the
+ * count bound, and those older than the age bound (found by a binary search over the
+ * revisions, which are consecutive and, as each leader stamps them in commit order, in time
+ * order but for clock steps between leaders: a record near the cut may then go or stay up
+ * to that step early or late). One range removal, so a backlog of any size costs the same.
+ * The newest record is never removed by age, so the head stays readable. Returns how many
+ * records were removed.
  */
 export async function compactChanges(
   kv: KvShard,
   head: bigint,
   retention: ChangeRetention,
   now: number,
-  budget = 10_000,
 ): Promise<number> {
   const end =
     retention.holdFrom !== undefined && retention.holdFrom < head ? retention.holdFrom : head;
-  if (end <= 1n) return 0;
+  const oldest = await oldestChange(kv);
+  if (oldest === undefined || oldest >= end) return 0;
   const keepFrom = head - BigInt(retention.maxRecords) + 1n;
-  const cutoff = BigInt(Math.max(0, now - retention.maxAgeMs));
-  const it = kv.iterator("system", { gte: changeKey(1n), lt: changeKey(end), limit: budget });
-  const deletes: KvWriteOp[] = [];
+  // Everything below `lo` goes by count; records from `lo` on go while older than the cutoff.
+  let lo = keepFrom > oldest ? (keepFrom < end ? keepFrom : end) : oldest;
+  let hi = end;
+  const cutoff = BigInt(Math.max(0, Math.trunc(now - retention.maxAgeMs)));
+  while (lo < hi) {
+    const mid = lo + (hi - lo) / 2n;
+    const record = await firstChangeFrom(kv, mid, hi);
+    if (record === undefined || record.timestampMs >= cutoff) hi = mid;
+    else lo = record.revision + 1n;
+  }
+  if (lo <= oldest) return 0;
+  await kv.clear("system", { gte: changeKey(0n), lt: changeKey(lo) });
+  return Number(lo - oldest);
+}
+
+/** The first change record at or after `from` and before `end`. */
+async function firstChangeFrom(
+  kv: KvShard,
+  from: bigint,
+  end: bigint,
+): Promise<ChangeRecord | undefined> {
+  const it = kv.iterator("system", { gte: changeKey(from), lt: changeKey(end), limit: 1 });
   try {
-    for (;;) {
-      const rows = await it.next(256);
-      if (rows.length === 0) break;
-      let stop = false;
-      for (const [k, v] of rows) {
-        const rev = revisionOf(k);
-        if (rev >= keepFrom && decodeChangeRecord(k, v).timestampMs >= cutoff) {
-          stop = true;
-          break;
-        }
-        deletes.push({ type: "del", keyspace: "system", key: k });
-      }
-      if (stop) break;
-    }
+    const [row] = await it.next(1);
+    return row === undefined ? undefined : decodeChangeRecord(row[0], row[1]);
   } finally {
     await it.close();
   }
-  if (deletes.length > 0) await kv.write(deletes, { sync: false });
-  return deletes.length;
 }
 
 function cursorKey(name: string): Uint8Array {

@@ -87,6 +87,17 @@ export interface KvShard {
    * before that.
    */
   write(ops: readonly KvWriteOp[], options?: KvWriteOptions): Promise<void>;
+  /**
+   * Removes every key in [`range.gte`, `range.lt`) of `keyspace` (RocksDB: one range
+   * deletion, whatever the number of keys). Not atomic with `write` and not synced, and
+   * not ordered with writes still in flight: for records no write in flight touches, such
+   * as a log's records below a compaction point (a crash may bring them back; remove them
+   * again).
+   */
+  clear(
+    keyspace: Keyspace,
+    range: { readonly gte: Uint8Array; readonly lt: Uint8Array },
+  ): Promise<void>;
 }
 
 /** A storage engine: one database holding many shards. */

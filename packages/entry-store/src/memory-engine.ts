@@ -67,6 +67,16 @@ class SortedMap {
     }
   }
 
+  /** Removes the keys in [`gte`, `lt`). */
+  delRange(gte: Uint8Array, lt: Uint8Array): void {
+    const from = this.lowerBound(gte);
+    const to = this.lowerBound(lt);
+    if (to <= from) return;
+    this.own();
+    this.keys.splice(from, to - from);
+    this.values.splice(from, to - from);
+  }
+
   /** The current arrays, frozen for the caller until {@link release}. */
   snapshot(): { keys: Uint8Array[]; values: Uint8Array[] } {
     this.readers++;
@@ -210,6 +220,16 @@ class MemoryShard implements KvShard {
         if (op.type === "put") this.maps[op.keyspace].put(op.key.slice(), op.value.slice());
         else this.maps[op.keyspace].del(op.key);
       }
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  clear(keyspace: Keyspace, range: { gte: Uint8Array; lt: Uint8Array }): Promise<void> {
+    try {
+      this.checkOpen();
+      this.maps[keyspace].delRange(range.gte, range.lt);
       return Promise.resolve();
     } catch (err) {
       return Promise.reject(err);

@@ -43,6 +43,7 @@ function gatedEngine(): {
         get: (ks, key) => shard.get(ks, key),
         getMany: (ks, keys) => shard.getMany(ks, keys),
         iterator: (ks, o) => shard.iterator(ks, o),
+        clear: (ks, range) => shard.clear(ks, range),
         write(ops, options) {
           if (gateOpen) return shard.write(ops, options);
           return new Promise<void>((resolve, reject) => {

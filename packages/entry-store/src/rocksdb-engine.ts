@@ -222,6 +222,19 @@ class RocksShard implements KvShard {
   write(ops: readonly KvWriteOp[], options: KvWriteOptions = {}): Promise<void> {
     return this.engine.submit(this.tag, ops, options.sync !== false);
   }
+
+  async clear(keyspace: Keyspace, range: { gte: Uint8Array; lt: Uint8Array }): Promise<void> {
+    const db = this.engine.use();
+    try {
+      await db._clear({
+        column: this.engine.column(keyspace),
+        gte: this.key(range.gte),
+        lt: this.key(range.lt),
+      });
+    } catch (err) {
+      throw this.engine.ioError(err);
+    }
+  }
 }
 
 class RocksEngineImpl implements RocksEngine {

@@ -939,6 +939,7 @@ export function runEntryStoreConformance(options: ConformanceOptions): void {
             get: (ks, k) => kv.get(ks, k),
             getMany: (ks, k) => kv.getMany(ks, k),
             iterator: (ks, o) => kv.iterator(ks, o),
+            clear: (ks, range) => kv.clear(ks, range),
             write: (ops, o) => {
               writes.push({ sync: o?.sync, keyspaces: ops.map((op) => op.keyspace) });
               return kv.write(ops, o);

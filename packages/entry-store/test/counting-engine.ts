@@ -44,6 +44,7 @@ export function countingEngine(engine: KvEngine): CountingEngine {
           };
         },
         write: (ops, options) => inner.write(ops, options),
+        clear: (ks, range) => inner.clear(ks, range),
       };
       shards.set(name, shard);
       return shard;

@@ -140,6 +140,29 @@ export function runKvEngineConformance(options: KvConformanceOptions): void {
     );
 
     it(
+      "clears a key range of one keyspace of one shard, keeping everything outside it",
+      withShard(async (kv, engine) => {
+        const other = await engine.openShard("s/1");
+        const keys = [b(1), b(2), b(2, 0), b(2, 255), b(3), b(4)];
+        for (const shard of [kv, other]) {
+          for (const keyspace of ["objects", "system"] as const) {
+            await shard.write(keys.map((key) => ({ type: "put", keyspace, key, value: key })));
+          }
+        }
+        await kv.clear("system", { gte: b(2), lt: b(4) });
+        expect(await drain(kv.iterator("system"))).toEqual(["01", "04"]);
+        expect(await kv.get("system", b(2, 255))).toBeUndefined();
+        expect(await drain(kv.iterator("objects"))).toHaveLength(keys.length);
+        expect(await drain(other.iterator("system"))).toHaveLength(keys.length);
+        // An empty or inverted range removes nothing; a write after the clear is kept.
+        await kv.clear("system", { gte: b(4), lt: b(4) });
+        await kv.clear("system", { gte: b(4), lt: b(1) });
+        await kv.write([{ type: "put", keyspace: "system", key: b(2), value: b(2) }]);
+        expect(await drain(kv.iterator("system"))).toEqual(["01", "02", "04"]);
+      }),
+    );
+
+    it(
       "gives iterators a point-in-time view",
       withShard(async (kv) => {
         await kv.write(
@@ -187,6 +210,9 @@ export function runKvEngineConformance(options: KvConformanceOptions): void {
       await expect(
         kv.write([{ type: "put", keyspace: "objects", key: b(1), value: b(1) }]),
       ).rejects.toSatisfy((e: unknown) => isStoreError(e, "closed"));
+      await expect(kv.clear("objects", { gte: b(0), lt: b(9) })).rejects.toSatisfy((e: unknown) =>
+        isStoreError(e, "closed"),
+      );
       await expect(engine.openShard("s/1")).rejects.toSatisfy((e: unknown) =>
         isStoreError(e, "closed"),
       );

@@ -40,6 +40,7 @@ function interceptingEngine(base: KvEngine): KvEngine & { arm(hook: () => Promis
         getMany: (ks, keys) => inner.getMany(ks, keys),
         iterator: (ks, o) => inner.iterator(ks, o),
         write: (ops, o) => inner.write(ops, o),
+        clear: (ks, range) => inner.clear(ks, range),
       };
       shards.set(name, shard);
       return shard;

@@ -44,6 +44,11 @@ export interface RocksLevelLike {
   /** Synchronous multi-get (a binding extension): for reads that hit the block cache. */
   _getManySync(keys: Uint8Array[], options: { column: ColumnHandle }): (Uint8Array | undefined)[];
   iterator(options: Record<string, unknown>): RocksIteratorLike;
+  /**
+   * Removes every key in [`gte`, `lt`) of a column family with one `DeleteRange`, on the
+   * calling thread, not synced (the binding's internal `clear` without a `limit`).
+   */
+  _clear(options: { column: ColumnHandle; gte: Uint8Array; lt: Uint8Array }): Promise<void>;
   /** A RocksDB property of the database (`rocksdb.is-write-stopped`, ...), as a string. */
   getProperty(property: string): string;
 }

@@ -1,7 +1,7 @@
-// Background retention of the change logs: every interval, each local shard's log drops the
+// Background retention of the change logs: every interval, each local shard's log drops all
 // records beyond ODGM_CHANGEFEED_RETENTION_RECORDS or older than ODGM_CHANGEFEED_RETENTION_MS
-// (a bounded number per run, so a large backlog is worked off over several runs), except
-// those at-least-once trigger delivery has not finished. Each replica compacts its own
+// (one range deletion, however many), except those at-least-once trigger delivery has not
+// finished. Each replica compacts its own
 // copy; revisions stay the same everywhere.
 import type { ChangeRetention } from "@oprc/entry-store";
 import type { Logger } from "pino";

@@ -12,8 +12,6 @@ import { RaftError } from "../core/raft-error.js";
 /** The `RocksLevel` parts the log store uses (from `@oprc/rocksdb`), plus `iterator().all()`. */
 export type RocksDbLike = Omit<RocksLevelLike, "iterator"> & {
   iterator(options: Record<string, unknown>): { all(): Promise<[Uint8Array, Uint8Array][]> };
-  /** The binding's range removal: one `DeleteRange` (not synced) when no `limit` is given. */
-  _clear(options: { column: unknown; gte: Uint8Array; lt: Uint8Array }): Promise<void>;
 };
 
 export type { RocksLevelConstructor };
@@ -177,7 +175,7 @@ function wrap(
     },
     async clear(gte, lt) {
       try {
-        await db._clear({ column: db.columns[name], gte, lt });
+        await db._clear({ column: db.columns[name] as object, gte, lt });
       } catch (cause) {
         throw RaftError.from(cause, "unavailable");
       }
