@@ -58,6 +58,8 @@ export async function runReadmeExample(
   if (!code.includes(from))
     throw new Error(`the README example does not import ${options.packageName}`);
   const source = code.replaceAll(from, `from ${JSON.stringify(fileURLToPath(options.entry))}`);
+  // Inside the package (bare imports resolve from there), ignored by git in case a killed
+  // run leaves it behind.
   const dir = mkdtempSync(join(dirname(fileURLToPath(options.readme)), ".readme-"));
   const printed: string[] = [];
   const spy = vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => {
