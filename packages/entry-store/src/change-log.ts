@@ -228,13 +228,18 @@ export async function compactChanges(
 ): Promise<number> {
   const end =
     retention.holdFrom !== undefined && retention.holdFrom < head ? retention.holdFrom : head;
-  const oldest = await oldestChange(kv);
-  if (oldest === undefined || oldest >= end) return 0;
+  const first = await firstChangeFrom(kv, 1n, end);
+  if (first === undefined) return 0;
+  const oldest = first.revision;
   const keepFrom = head - BigInt(retention.maxRecords) + 1n;
   // Everything below `lo` goes by count; records from `lo` on go while older than the cutoff.
   let lo = keepFrom > oldest ? (keepFrom < end ? keepFrom : end) : oldest;
   let hi = end;
   const cutoff = BigInt(Math.max(0, Math.trunc(now - retention.maxAgeMs)));
+  // The record at `lo` first: young enough (as at rest, every run) means no search.
+  const atLo = lo === oldest ? first : await firstChangeFrom(kv, lo, hi);
+  if (atLo === undefined || atLo.timestampMs >= cutoff) hi = lo;
+  else lo = atLo.revision + 1n;
   while (lo < hi) {
     const mid = lo + (hi - lo) / 2n;
     const record = await firstChangeFrom(kv, mid, hi);
