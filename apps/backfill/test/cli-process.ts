@@ -18,10 +18,13 @@ export interface ProcessResult {
   stderr: string;
 }
 
-/** Spawns the binary; `killAfterMs` sends SIGKILL after that many ms. */
+/**
+ * Spawns the binary; `killAfterMs` sends SIGKILL after that many ms, counted from the spawn,
+ * or from the first stderr output containing `killAfterStderr` when that is given.
+ */
 export function runBin(
   args: readonly string[],
-  options: { killAfterMs?: number } = {},
+  options: { killAfterMs?: number; killAfterStderr?: string } = {},
 ): Promise<ProcessResult> & { child: ChildProcess } {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
@@ -29,12 +32,16 @@ export function runBin(
   child.stdout?.setEncoding("utf8").on("data", (d: string) => {
     stdout += d;
   });
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    if (options.killAfterMs !== undefined && timer === undefined)
+      timer = setTimeout(() => child.kill("SIGKILL"), options.killAfterMs);
+  };
   child.stderr?.setEncoding("utf8").on("data", (d: string) => {
     stderr += d;
+    if (options.killAfterStderr !== undefined && stderr.includes(options.killAfterStderr)) arm();
   });
-  let timer: NodeJS.Timeout | undefined;
-  if (options.killAfterMs !== undefined)
-    timer = setTimeout(() => child.kill("SIGKILL"), options.killAfterMs);
+  if (options.killAfterStderr === undefined) arm();
   const done = new Promise<ProcessResult>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code, signal) => {

@@ -90,16 +90,29 @@ describe("SIGKILL at random points", () => {
       let left = OBJECTS;
       // Until this round has KILLS_PER_ROUND real kills (a run may finish before its kill).
       // The window adapts to the machine's load: it shrinks after a run that beat its
-      // kill and grows after a kill that came before any conversion.
+      // kill and grows after a kill that came before any conversion. Every other run is
+      // timed from the process's start, the others from its conversion's start (its first
+      // progress line), so kills land mid-conversion however slowly the process starts on a
+      // loaded machine.
       let scale = 1;
       for (
         let k = 0, attempts = 0;
         k < KILLS_PER_ROUND && attempts < 10 * KILLS_PER_ROUND;
         attempts++
       ) {
-        const window = startupMs - from + (convertMs * left) / OBJECTS;
-        const delay = Math.floor(scale * (from + rand() * window));
-        const r = await runBin(args(dir), { killAfterMs: delay });
+        const converting = (convertMs * left) / OBJECTS;
+        const r =
+          attempts % 2 === 0
+            ? await runBin(args(dir), {
+                killAfterMs: Math.floor(scale * (from + rand() * (startupMs - from + converting))),
+              })
+            : await runBin(
+                args(dir).filter((a) => a !== "--no-progress"),
+                {
+                  killAfterMs: Math.floor(scale * rand() * converting),
+                  killAfterStderr: "odgm-backfill: convert",
+                },
+              );
         trials++;
         if (r.signal !== "SIGKILL") {
           // The run finished before the kill: fine, but it must have succeeded.

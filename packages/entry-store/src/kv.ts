@@ -89,10 +89,10 @@ export interface KvShard {
   write(ops: readonly KvWriteOp[], options?: KvWriteOptions): Promise<void>;
   /**
    * Removes every key in [`range.gte`, `range.lt`) of `keyspace` (RocksDB: one range
-   * deletion, whatever the number of keys). Not atomic with `write` and not synced, and
-   * not ordered with writes still in flight: for records no write in flight touches, such
-   * as a log's records below a compaction point (a crash may bring them back; remove them
-   * again).
+   * deletion, whatever the number of keys), in order with this shard's writes: after every
+   * `write` called before it, before every one called after. Not atomic with any write and
+   * not synced: for records nothing needs back, such as a log's records below a compaction
+   * point (a crash may bring them back; remove them again).
    */
   clear(
     keyspace: Keyspace,

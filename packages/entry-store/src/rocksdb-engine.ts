@@ -223,17 +223,8 @@ class RocksShard implements KvShard {
     return this.engine.submit(this.tag, ops, options.sync !== false);
   }
 
-  async clear(keyspace: Keyspace, range: { gte: Uint8Array; lt: Uint8Array }): Promise<void> {
-    const db = this.engine.use();
-    try {
-      await db._clear({
-        column: this.engine.column(keyspace),
-        gte: this.key(range.gte),
-        lt: this.key(range.lt),
-      });
-    } catch (err) {
-      throw this.engine.ioError(err);
-    }
+  clear(keyspace: Keyspace, range: { gte: Uint8Array; lt: Uint8Array }): Promise<void> {
+    return this.engine.submitClear(keyspace, this.key(range.gte), this.key(range.lt));
   }
 }
 
@@ -361,7 +352,21 @@ class RocksEngineImpl implements RocksEngine {
         ? { column: op.keyspace, type: "put", key: concat(tag, op.key), value: op.value }
         : { column: op.keyspace, type: "del", key: concat(tag, op.key) },
     );
-    return this.writer.write(writes, { sync }).catch((err: unknown) => {
+    return this.written(this.writer.write(writes, { sync }));
+  }
+
+  /** A range deletion of full keys, through the writer (in order with the writes). */
+  submitClear(keyspace: Keyspace, gte: Uint8Array, lt: Uint8Array): Promise<void> {
+    try {
+      this.use();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.written(this.writer.clear(keyspace, gte, lt));
+  }
+
+  private written(write: Promise<void>): Promise<void> {
+    return write.catch((err: unknown) => {
       if (!this.open || isRocksError(err, "closed")) throw this.ioError(err);
       // RocksDB keeps refusing writes after a failed one (a background error) until the
       // database is reopened: say so, so the host can report that it needs a restart.

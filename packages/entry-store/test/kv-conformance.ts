@@ -159,6 +159,15 @@ export function runKvEngineConformance(options: KvConformanceOptions): void {
         await kv.clear("system", { gte: b(4), lt: b(1) });
         await kv.write([{ type: "put", keyspace: "system", key: b(2), value: b(2) }]);
         expect(await drain(kv.iterator("system"))).toEqual(["01", "02", "04"]);
+        // In call order with writes not yet done: the first put goes, the second stays.
+        await Promise.all([
+          kv.write([{ type: "put", keyspace: "system", key: b(5), value: b(5) }], { sync: false }),
+          kv.clear("system", { gte: b(5), lt: b(6) }),
+          kv.write([{ type: "put", keyspace: "system", key: b(5, 1), value: b(5) }], {
+            sync: false,
+          }),
+        ]);
+        expect(await drain(kv.iterator("system"))).toEqual(["01", "02", "04", "0501"]);
       }),
     );
 

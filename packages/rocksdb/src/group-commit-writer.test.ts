@@ -43,6 +43,47 @@ describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (w
     }
   });
 
+  it("clears a key range in call order with the writes around it, as a group of its own", async () => {
+    const db = await fresh({ writeThread });
+    const keys = Array.from({ length: 10 }, (_, i) => `k${i}`);
+    const calls = [
+      db.writer.write(
+        keys.flatMap((k) => [put("a", k, "old"), put("b", k, "old")]),
+        { sync: true },
+      ),
+      db.writer.clear("a", enc.encode("k2"), enc.encode("k5")),
+      db.writer.write([put("a", "k3", "new")], { sync: false }),
+    ];
+    const batches = db.writer.stats().batches;
+    await Promise.all(calls);
+    expect(db.writer.stats().batches - batches).toBe(3);
+    const read = async (column: string) =>
+      (
+        await db.db.getMany(
+          keys.map((k) => enc.encode(k)),
+          { column: db.column(column) },
+        )
+      ).map((v) => (v === undefined ? "-" : dec.decode(v)));
+    expect(await read("a")).toEqual([
+      "old",
+      "old",
+      "-",
+      "new",
+      "-",
+      "old",
+      "old",
+      "old",
+      "old",
+      "old",
+    ]);
+    expect(await read("b")).toEqual(keys.map(() => "old"));
+    await expect(db.writer.clear("nope", enc.encode("a"), enc.encode("b"))).rejects.toSatisfy(
+      (e: unknown) => isRocksError(e),
+    );
+    await db.writer.write([put("a", "k2", "again")]);
+    expect((await read("a"))[2]).toBe("again");
+  });
+
   it("groups the calls that arrive while a batch is written into the next one", async () => {
     const db = await fresh({ writeThread });
     const waves = Array.from({ length: 20 }, (_, w) =>

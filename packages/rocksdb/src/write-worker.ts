@@ -7,7 +7,8 @@
 // Protocol: workerData { handle, modulePath, columns }.
 //   in:  { id, sync, buf: ArrayBuffer (transferred) }; buf = repeated records
 //        op(u8: 1 put, 2 del) column(u8, index into columns) keyLen(u32 LE) key
-//        [valueLen(u32 LE) value]
+//        [valueLen(u32 LE) value]; or one range deletion alone:
+//        op(u8: 3) column(u8) gteLen(u32 LE) gte ltLen(u32 LE) lt
 //   out: { ready: true } once, then { id } or { id, error } per batch.
 import { createRequire } from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
@@ -28,6 +29,8 @@ interface Db {
   readonly columns: Record<string, unknown>;
   open(options: object): Promise<void>;
   batch(): Batch;
+  /** The binding's range removal: one `DeleteRange`, synchronous here. */
+  _clear(options: { column: unknown; gte: Uint8Array; lt: Uint8Array }): Promise<void>;
   /** abstract-level: forget a resource the database would close with itself. */
   detachResource(resource: object): void;
 }
@@ -60,6 +63,20 @@ db.open({}).then(
     port.on("message", (m: { id: number; sync: boolean; buf: ArrayBuffer }) => {
       const buf = Buffer.from(m.buf);
       try {
+        if (buf[0] === 3) {
+          const gl = buf.readUInt32LE(2);
+          const gte = buf.subarray(6, 6 + gl);
+          const lt = buf.subarray(10 + gl, 10 + gl + buf.readUInt32LE(6 + gl));
+          const opts = columns[buf[1] as number] as { column: unknown };
+          // Without a `limit`, the binding's DeleteRange runs within the call; its outcome
+          // comes on the next tick, before the next message.
+          db._clear({ column: opts.column, gte, lt }).then(
+            () => port.postMessage({ id: m.id }),
+            (e: unknown) =>
+              port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) }),
+          );
+          return;
+        }
         let at = 0;
         while (at < buf.length) {
           const op = buf[at] as number;

@@ -36,8 +36,9 @@ export interface RocksLogDatabase {
   write(ops: readonly RocksWrite[], sync?: boolean): Promise<void>;
   /**
    * Removes every key in [`gte`, `lt`) of the log's column family with one range deletion,
-   * not synced: for records already dead on disk (below a durable compaction floor), so
-   * losing it in a crash only leaves them for the next call to remove.
+   * through the writer (in order with its writes, off the event loop), not synced: for
+   * records already dead on disk (below a durable compaction floor), so losing it in a crash
+   * only leaves them for the next call to remove.
    */
   clear(gte: Uint8Array, lt: Uint8Array): Promise<void>;
   /** Registers work to finish before the database closes (group committers). */
@@ -175,7 +176,7 @@ function wrap(
     },
     async clear(gte, lt) {
       try {
-        await db._clear({ column: db.columns[name] as object, gte, lt });
+        await writer.clear(name, gte, lt);
       } catch (cause) {
         throw RaftError.from(cause, "unavailable");
       }
