@@ -94,15 +94,19 @@ describe("SIGKILL at random points", () => {
       // timed from the process's start, the others from its conversion's start (its first
       // progress line), so kills land mid-conversion however slowly the process starts on a
       // loaded machine.
-      let scale = 1;
+      // One scale per kind of run: a kill timed from the start that came before the
+      // conversion says nothing of one timed from the conversion's start.
+      const scales = [1, 1];
       for (
         let k = 0, attempts = 0;
         k < KILLS_PER_ROUND && attempts < 10 * KILLS_PER_ROUND;
         attempts++
       ) {
         const converting = (convertMs * left) / OBJECTS;
+        const kind = attempts % 2;
+        const scale = scales[kind] as number;
         const r =
-          attempts % 2 === 0
+          kind === 0
             ? await runBin(args(dir), {
                 killAfterMs: Math.floor(scale * (from + rand() * (startupMs - from + converting))),
               })
@@ -117,14 +121,14 @@ describe("SIGKILL at random points", () => {
         if (r.signal !== "SIGKILL") {
           // The run finished before the kill: fine, but it must have succeeded.
           expect(r.code, r.stderr).toBe(0);
-          scale *= 0.7;
+          scales[kind] = scale * 0.7;
           continue;
         }
         killed++;
         k++;
         const blobs = await countBlobs(dir);
         if (blobs > 0 && blobs < left) partial++;
-        if (blobs === left) scale = Math.min(scale * 1.2, 3);
+        if (blobs === left) scales[kind] = Math.min(scale * 1.2, 3);
         left = blobs;
       }
       const final = await runBin([...args(dir), "--verify", "--json"]);
