@@ -218,18 +218,18 @@ export interface ChangeRetention {
  * order but for clock steps between leaders: a record near the cut may then go or stay up
  * to that step early or late). One range removal, so a backlog of any size costs the same.
  * The newest record is never removed by age, so the head stays readable. Returns how many
- * records were removed.
+ * records were removed, and the revision from which records are kept.
  */
 export async function compactChanges(
   kv: KvShard,
   head: bigint,
   retention: ChangeRetention,
   now: number,
-): Promise<number> {
+): Promise<{ removed: number; keptFrom: bigint }> {
   const end =
     retention.holdFrom !== undefined && retention.holdFrom < head ? retention.holdFrom : head;
   const first = await firstChangeFrom(kv, 1n, end);
-  if (first === undefined) return 0;
+  if (first === undefined) return { removed: 0, keptFrom: end };
   const oldest = first.revision;
   const keepFrom = head - BigInt(retention.maxRecords) + 1n;
   // Everything below `lo` goes by count; records from `lo` on go while older than the cutoff.
@@ -246,9 +246,9 @@ export async function compactChanges(
     if (record === undefined || record.timestampMs >= cutoff) hi = mid;
     else lo = record.revision + 1n;
   }
-  if (lo <= oldest) return 0;
+  if (lo <= oldest) return { removed: 0, keptFrom: oldest };
   await kv.clear("system", { gte: changeKey(0n), lt: changeKey(lo) });
-  return Number(lo - oldest);
+  return { removed: Number(lo - oldest), keptFrom: lo };
 }
 
 /** The first change record at or after `from` and before `end`. */

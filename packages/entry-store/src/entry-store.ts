@@ -458,10 +458,13 @@ class EntryStoreImpl implements EntryStore {
             oldest: () => this.read(undefined, () => oldestChange(kv)),
             compact: (retention, now = Date.now()) =>
               this.read(undefined, async () => {
-                const removed = await compactChanges(kv, applier.changeHead, retention, now);
-                if (removed > 0) {
-                  recent.dropBefore((await oldestChange(kv)) ?? applier.changeHead + 1n);
-                }
+                const { removed, keptFrom } = await compactChanges(
+                  kv,
+                  applier.changeHead,
+                  retention,
+                  now,
+                );
+                if (removed > 0) recent.dropBefore(keptFrom);
                 return removed;
               }),
             subscribe(listener) {

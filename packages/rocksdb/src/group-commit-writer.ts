@@ -118,6 +118,12 @@ interface Call {
 /** Writes one group: its calls, whether to sync, and its payload bytes (the calls' `bytes`). */
 type BatchSink = (calls: readonly Call[], sync: boolean, bytes: number) => Promise<void>;
 
+/** Where groups are written: batches, and range deletions (a group of their own each). */
+interface Sink {
+  readonly batch: BatchSink;
+  readonly clear: (range: RangeDelete) => Promise<void>;
+}
+
 function sizeOf(ops: readonly RocksWriteOp[]): number {
   let n = 0;
   for (const op of ops) n += 10 + op.key.length + (op.type === "put" ? op.value.length : 0);
@@ -133,8 +139,7 @@ function workerUrl(): URL {
 function workerSink(
   access: { handle: bigint; modulePath: string },
   columns: readonly string[],
-): {
-  sink: BatchSink;
+): Sink & {
   ready: Promise<void>;
   heap(): Promise<WorkerHeap | undefined>;
   stop(): Promise<void>;
@@ -186,23 +191,24 @@ function workerSink(
         return undefined; // the worker stopped (ERR_WORKER_NOT_RUNNING)
       }
     },
-    async sink(calls, sync) {
+    async clear(range) {
       await ready;
       if (failure !== undefined) throw failure;
-      const range = calls[0]?.range;
-      if (range !== undefined) {
-        const col = index.get(range.column);
-        if (col === undefined) throw new RocksError("io", `unknown column family ${range.column}`);
-        const buf = new Uint8Array(10 + range.gte.length + range.lt.length);
-        const view = new DataView(buf.buffer);
-        buf[0] = 3;
-        buf[1] = col;
-        view.setUint32(2, range.gte.length, true);
-        buf.set(range.gte, 6);
-        view.setUint32(6 + range.gte.length, range.lt.length, true);
-        buf.set(range.lt, 10 + range.gte.length);
-        return post(buf, false);
-      }
+      const col = index.get(range.column);
+      if (col === undefined) throw new RocksError("io", `unknown column family ${range.column}`);
+      const buf = new Uint8Array(10 + range.gte.length + range.lt.length);
+      const view = new DataView(buf.buffer);
+      buf[0] = 3;
+      buf[1] = col;
+      view.setUint32(2, range.gte.length, true);
+      buf.set(range.gte, 6);
+      view.setUint32(6 + range.gte.length, range.lt.length, true);
+      buf.set(range.lt, 10 + range.gte.length);
+      return post(buf, false);
+    },
+    async batch(calls, sync) {
+      await ready;
+      if (failure !== undefined) throw failure;
       let size = 0;
       for (const c of calls)
         for (const op of c.ops)
@@ -240,7 +246,7 @@ const REUSED_BATCH_MAX_BYTES = 1024 * 1024;
 /** Typed arrays up to this many bytes are allocated on V8's heap (`typed_array_max_size_in_heap`). */
 const ON_HEAP_MAX = 64;
 
-function mainSink(db: RocksLevelLike): BatchSink {
+function mainSink(db: RocksLevelLike): Sink {
   // Column options built once per writer (a database's column families do not change).
   const handles = new Map<string, { column: ColumnHandle }>();
   const column = (name: string): { column: ColumnHandle } => {
@@ -254,12 +260,10 @@ function mainSink(db: RocksLevelLike): BatchSink {
     return h;
   };
   let batch: RocksBatchLike | undefined;
-  return async (calls, sync, bytes) => {
-    const range = calls[0]?.range;
-    if (range !== undefined) {
-      await db._clear({ column: column(range.column).column, gte: range.gte, lt: range.lt });
-      return;
-    }
+  const clear = async (range: RangeDelete): Promise<void> => {
+    await db._clear({ column: column(range.column).column, gte: range.gte, lt: range.lt });
+  };
+  const write: BatchSink = async (calls, sync, bytes) => {
     // Keys and values of at most 64 bytes live on V8's heap, and the binding reading one
     // makes V8 move it off the heap first (an allocation and a copy each). Copied into one
     // off-heap buffer they are read in place: 2.2-2.7 µs of CPU per put instead of
@@ -300,6 +304,7 @@ function mainSink(db: RocksLevelLike): BatchSink {
       }
     }
   };
+  return { batch: write, clear };
 }
 
 /**
@@ -334,7 +339,7 @@ export async function createGroupCommitWriter(
     }
   }
   const direct = mainSink(o.db);
-  const sink = worker?.sink ?? direct;
+  const sink: Sink = worker ?? direct;
   const maxCalls = o.maxBatchCalls ?? 4096;
   const maxBytes = o.maxBatchBytes ?? 64 * 1024 * 1024;
   const inlineBytes = worker === undefined ? 0 : (o.inlineUnsyncedBytes ?? 256 * 1024);
@@ -390,17 +395,13 @@ export async function createGroupCommitWriter(
     let started: Promise<void>;
     try {
       o.beforeBatch?.(group.length);
-      if (
-        inlineBytes > 0 &&
-        !sync &&
-        bytes <= inlineBytes &&
-        group[0]?.range === undefined &&
-        !stalled()
-      ) {
+      const range = group[0]?.range;
+      if (range !== undefined) started = sink.clear(range);
+      else if (inlineBytes > 0 && !sync && bytes <= inlineBytes && !stalled()) {
         counters.inlineBatches++;
-        started = direct(group, sync, bytes);
+        started = direct.batch(group, sync, bytes);
       } else {
-        started = sink(group, sync, bytes);
+        started = sink.batch(group, sync, bytes);
       }
     } catch (err) {
       started = Promise.reject(err);

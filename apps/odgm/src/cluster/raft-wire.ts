@@ -74,6 +74,8 @@ export function encodeRaftBatch(
 ): Uint8Array {
   const groups: number[] = [];
   const sizes: number[] = [];
+  /** Each envelope's size: group, message, and the `quiesce` mark when set. */
+  const envelopes: number[] = [];
   let size =
     uintField(from) + uintField(to) + uintField(incarnations.from) + uintField(incarnations.to);
   for (const { group, message, quiesce } of messages) {
@@ -82,9 +84,11 @@ export function encodeRaftBatch(
     }
     const g = Buffer.byteLength(group);
     const m = messageSize(message);
+    const e = bytesField(g) + lenField(m) + (quiesce === true ? 2 : 0);
     groups.push(g);
     sizes.push(m);
-    size += lenField(bytesField(g) + lenField(m) + (quiesce === true ? 2 : 0));
+    envelopes.push(e);
+    size += lenField(e);
   }
   const w = new Writer(size);
   w.uint(1, from);
@@ -92,7 +96,7 @@ export function encodeRaftBatch(
   for (const [i, { group, message, quiesce }] of messages.entries()) {
     const g = groups[i] as number;
     const m = sizes[i] as number;
-    w.len(3, bytesField(g) + lenField(m) + (quiesce === true ? 2 : 0));
+    w.len(3, envelopes[i] as number);
     if (g > 0) {
       w.len(1, g);
       w.pos += w.buf.write(group, w.pos, "utf8");
