@@ -32,7 +32,7 @@ export type {
   Ready,
   SoftState,
 } from "./core/raft.js";
-export { createRaft, Raft } from "./core/raft.js";
+export { createRaft, Raft, stablyCommitted } from "./core/raft.js";
 export type { RaftErrorCode } from "./core/raft-error.js";
 export { isRaftError, RaftError } from "./core/raft-error.js";
 export type { LogReader } from "./core/raft-log.js";

@@ -715,6 +715,78 @@ describe("RaftGroup", () => {
     expect(leader.status().applied).toBe(lastIndex);
   });
 
+  it("applies committed entries it holds while the next log write is in flight", async () => {
+    // Once `holding`, every save is accepted at once but durable only when its turn in
+    // `held` is called.
+    const inner = createMemoryLogStore();
+    let holding = false;
+    const held: (() => void)[] = [];
+    const storage: LogStore = {
+      initialState: () => inner.initialState(),
+      entries: (lo, hi, maxBytes) => inner.entries(lo, hi, maxBytes),
+      term: (i) => inner.term(i),
+      firstIndex: () => inner.firstIndex(),
+      lastIndex: () => inner.lastIndex(),
+      snapshot: () => inner.snapshot(),
+      save: (batch) => {
+        const done = inner.save(batch);
+        return holding ? new Promise((r) => held.push(() => r(done))) : done;
+      },
+      compact: (index, snap) => inner.compact(index, snap),
+      close: () => inner.close(),
+    };
+    const installDir = mkdtempSync(join(tmpdir(), "raft-group-install-"));
+    dirs.push(installDir);
+    const sm = new ListMachine();
+    const g = await RaftGroup.open({
+      id: "g",
+      nodeId: 1,
+      storage,
+      stateMachine: sm,
+      send: () => undefined,
+      bootstrapVoters: [1],
+      installDir,
+    });
+    open.push(g);
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 2));
+    };
+    // Elected, and its first entry (the new term's empty one) applied.
+    await until(() => {
+      g.tick();
+      return g.isLeader && g.status().applied === g.status().lastIndex;
+    });
+    holding = true;
+    try {
+      // "a" is being written; "b" comes meanwhile and goes into the next Ready, with "a"
+      // committed. That Ready's write is held: "a" is applied and answered regardless.
+      let aDone = false;
+      const a = g.propose(enc.encode("a")).then((r) => {
+        aDone = true;
+        return r;
+      });
+      await until(() => held.length === 1);
+      let bDone = false;
+      const b = g.propose(enc.encode("b")).then((r) => {
+        bDone = true;
+        return r;
+      });
+      held[0]?.();
+      await until(() => held.length === 2 && aDone);
+      expect(held.length).toBe(2);
+      expect(aDone).toBe(true);
+      expect((await a).result).toBe(1);
+      expect(sm.items).toEqual(["a"]);
+      expect(bDone).toBe(false);
+      held[1]?.();
+      expect((await b).result).toBe(2);
+      expect(sm.items).toEqual(["a", "b"]);
+    } finally {
+      holding = false;
+      for (const release of held) release();
+    }
+  });
+
   it("with advanceElection, a group opens with its election clock an election timeout ahead, less a tick", async () => {
     const elapsed = async (advanceElection: boolean) => {
       const installDir = mkdtempSync(join(tmpdir(), "raft-group-install-"));

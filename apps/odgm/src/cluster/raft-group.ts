@@ -28,6 +28,7 @@ import {
   type Ready,
   type Snapshot,
   type SnapshotBytes,
+  stablyCommitted,
 } from "@oprc/raft-log";
 import { planRetention } from "./log-retention.js";
 import { SnapshotFile, syncDir } from "./snapshot-file.js";
@@ -221,9 +222,10 @@ const COMPACTION_READ_CHUNK = 1024;
 /**
  * A Raft group driven on this node. One Ready at a time is persisted and sent; its
  * committed entries are applied in order on a queue of their own, so the state machine's
- * writes overlap the next Ready's log write instead of adding to it (as etcd's apply
- * loop). A membership change, a snapshot, or a backlog beyond {@link MAX_APPLY_BACKLOG}
- * waits for the queue.
+ * writes overlap the log writes instead of adding to them (as etcd's apply loop): those
+ * already in stable storage as soon as the Ready is handed out, while its own write is in
+ * flight, the rest once it is done. A membership change, a snapshot, or a backlog beyond
+ * {@link MAX_APPLY_BACKLOG} waits for the queue.
  */
 export class RaftGroup<R> {
   readonly id: string;
@@ -889,6 +891,10 @@ export class RaftGroup<R> {
     }
     if (early.length > 0)
       this.o.send(this.id, early, this.asking !== undefined && onlyOf(early, "heartbeat"));
+    const committed = rd.committedEntries;
+    const stable = stablyCommitted(rd);
+    if (stable > 0)
+      this.enqueueApply(stable === committed.length ? committed : committed.slice(0, stable));
     if (rd.snapshot !== undefined) {
       // Installed and made durable in the state machine before the log records it, so the
       // log never holds a copy of the data. A crash in between leaves the state machine
@@ -931,8 +937,8 @@ export class RaftGroup<R> {
     }
     if (late.length > 0)
       this.o.send(this.id, late, this.quiescent && onlyOf(late, "heartbeat_resp"));
-    const committed = rd.committedEntries;
-    if (committed.length > 0) this.enqueueApply(committed);
+    if (stable < committed.length)
+      this.enqueueApply(stable === 0 ? committed : committed.slice(stable));
     if (
       rd.confState !== undefined ||
       committed.some((e) => e.type === "conf_change") ||

@@ -110,6 +110,9 @@ export interface SoftState {
  * not change term or vote, a leader's `app`, `heartbeat` and `snap` messages may be sent
  * while (1) is in flight — the leader only counts its own copy towards the commit quorum
  * after `advance()`. Votes, vote answers and acknowledgements always wait for (1).
+ *
+ * Applies may start before (1) as well, for the first {@link stablyCommitted} entries of
+ * `committedEntries`: the rest wait for (1).
  */
 export interface Ready {
   /** Set when leader or role changed. */
@@ -130,6 +133,28 @@ export interface Ready {
   readonly confState?: ConfState;
   /** The write in (1) must be synced (entries or term/vote changed). */
   readonly mustSync: boolean;
+}
+
+/**
+ * How many of `rd.committedEntries` (from the first) may be applied while the Ready's write
+ * is in flight: those the node already holds in stable storage, below the first entry the
+ * Ready writes, up to the first membership change (applied with the Ready's configuration,
+ * after the write). Committed on a quorum and durable here, nothing the write does can
+ * change them (etcd's server applies them the same way). On a leader that is every
+ * committed entry, since it counts its own copy towards the quorum only after `advance()`.
+ * None with a snapshot, which is installed first.
+ */
+export function stablyCommitted(rd: Ready): number {
+  if (rd.snapshot !== undefined) return 0;
+  const firstWritten = rd.entries.length > 0 ? (rd.entries[0] as Entry).index : Infinity;
+  const committed = rd.committedEntries;
+  let n = 0;
+  while (n < committed.length) {
+    const e = committed[n] as Entry;
+    if (e.index >= firstWritten || e.type === "conf_change") break;
+    n++;
+  }
+  return n;
 }
 
 /** A snapshot of the node's state for tests, metrics and the invariant checker. */

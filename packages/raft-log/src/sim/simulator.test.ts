@@ -22,6 +22,7 @@ describe("simulator", () => {
       "partitions",
       "compactions",
       "snapshotsInstalled",
+      "appliedEarly",
       "confChanges",
       "transfers",
       "leaderChanges",

@@ -11,12 +11,14 @@ import {
   type RaftStatus,
   type ReadOnlyOption,
   type Ready,
+  stablyCommitted,
 } from "../core/raft.js";
 import { isRaftError } from "../core/raft-error.js";
 import { createMemoryLogStore, type MemoryLogStore } from "../storage/memory-log-store.js";
 import {
   type ConfChange,
   type ConfState,
+  type Entry,
   type HardState,
   type Snapshot,
   snapshotBytes,
@@ -104,6 +106,8 @@ export interface SimStats {
   partitions: number;
   compactions: number;
   snapshotsInstalled: number;
+  /** Committed entries applied while their Ready's sync was in flight (`earlyApply` seeds). */
+  appliedEarly: number;
   confChanges: number;
   transfers: number;
   leaderChanges: number;
@@ -144,6 +148,8 @@ interface Inflight {
   readonly rd: Ready;
   readonly held: Message[];
   readonly at: number;
+  /** How many of its committed entries were applied before its sync (`earlyApply`). */
+  readonly applied: number;
 }
 
 interface ClientOp {
@@ -271,6 +277,7 @@ class Simulation {
     partitions: 0,
     compactions: 0,
     snapshotsInstalled: 0,
+    appliedEarly: 0,
     confChanges: 0,
     transfers: 0,
     leaderChanges: 0,
@@ -296,6 +303,12 @@ class Simulation {
   private readonly maxInflight: number;
   private readonly chunkSize: number;
   private readonly earlySend: boolean;
+  /**
+   * Whether the committed entries a node already holds are applied as soon as their Ready is
+   * handed out, while its sync is in flight (`stablyCommitted`, as odgm's driver does), or
+   * after the sync. From a PRNG of its own, so the fault sequence of every seed is as before.
+   */
+  private readonly earlyApply: boolean;
   private readonly maxDisk: number;
   private readonly pCrash: number;
   private readonly storm: boolean;
@@ -357,6 +370,7 @@ class Simulation {
     this.pChurn = pick([0, 0.02, 0.06, 0.15]);
     this.pTransfer = pick([0, 0.01, 0.04]);
     this.rndStale = createPrng(Math.imul(o.seed ^ 0x68e31da4, 0x1b873593) ^ 0x85ebca6b);
+    this.earlyApply = createPrng(Math.imul(o.seed ^ 0x3c6ef372, 0x1b873593) ^ 0x9e3779b9)() < 0.5;
     this.pStaleLeader = [0, 0.02, 0.05][Math.floor(this.rndStale() * 3)] as number;
     // Lease reads assume bounded clock drift and no restarts within a lease: only in runs
     // without crashes, membership churn or transfers.
@@ -704,9 +718,12 @@ class Simulation {
       const prev = nd.lastHard;
       if (rd.hardState !== undefined) nd.lastHard = rd.hardState;
       if (!rd.mustSync) {
-        this.finish(nd, rd, rd.messages);
+        this.finish(nd, rd, rd.messages, 0);
         continue;
       }
+      const applied = this.earlyApply ? stablyCommitted(rd) : 0;
+      this.applyCommitted(nd, rd.committedEntries.slice(0, applied));
+      this.stats.appliedEarly += applied;
       const termVoteChanged =
         rd.hardState !== undefined &&
         (rd.hardState.term !== prev.term || rd.hardState.vote !== prev.vote);
@@ -718,7 +735,7 @@ class Simulation {
         } else held.push(m);
       }
       const delay = Math.floor(this.rnd() * (this.maxDisk + 1));
-      nd.inflight = { rd, held, at: this.now + delay };
+      nd.inflight = { rd, held, at: this.now + delay, applied };
       if (delay === 0) this.completeSync(nd);
     }
   }
@@ -728,11 +745,33 @@ class Simulation {
     if (inf === undefined) return;
     nd.store.sync();
     nd.inflight = undefined;
-    this.finish(nd, inf.rd, inf.held);
+    this.finish(nd, inf.rd, inf.held, inf.applied);
     this.drive(nd);
   }
 
-  private finish(nd: SimNode, rd: Ready, msgs: readonly Message[]): void {
+  /** Applies committed entries to the node's state machine and answers the writes among them. */
+  private applyCommitted(nd: SimNode, entries: readonly Entry[]): void {
+    if (entries.length === 0) return;
+    this.checker.recordApplied(nd.id, entries);
+    for (const e of entries) {
+      if (e.type !== "normal" || e.data.byteLength === 0) continue;
+      const cmd = decodeCommand(e.data);
+      if (cmd === undefined) {
+        if (dec.decode(e.data).startsWith(MARKER_PREFIX)) this.markerApplied = true;
+        continue;
+      }
+      nd.kv.apply(cmd);
+      const key = `${cmd.clientId}:${cmd.seq}`;
+      if (nd.waiters.has(key)) {
+        nd.waiters.delete(key);
+        const c = this.clients[cmd.clientId - 1];
+        if (c?.op !== undefined && c.op.seq === cmd.seq) this.complete(c, "");
+      }
+    }
+  }
+
+  /** Completes a Ready whose first `applied` committed entries were applied already. */
+  private finish(nd: SimNode, rd: Ready, msgs: readonly Message[], applied: number): void {
     const raft = nd.raft;
     if (raft === undefined) return;
     for (const m of msgs) this.send(nd, m);
@@ -741,24 +780,10 @@ class Simulation {
       this.stats.snapshotsInstalled++;
       this.log(`node ${nd.id} installed snapshot ${rd.snapshot.metadata.index}`);
     }
-    if (rd.committedEntries.length > 0) {
-      this.checker.recordApplied(nd.id, rd.committedEntries);
-      for (const e of rd.committedEntries) {
-        if (e.type !== "normal" || e.data.byteLength === 0) continue;
-        const cmd = decodeCommand(e.data);
-        if (cmd === undefined) {
-          if (dec.decode(e.data).startsWith(MARKER_PREFIX)) this.markerApplied = true;
-          continue;
-        }
-        nd.kv.apply(cmd);
-        const key = `${cmd.clientId}:${cmd.seq}`;
-        if (nd.waiters.has(key)) {
-          nd.waiters.delete(key);
-          const c = this.clients[cmd.clientId - 1];
-          if (c?.op !== undefined && c.op.seq === cmd.seq) this.complete(c, "");
-        }
-      }
-    }
+    this.applyCommitted(
+      nd,
+      applied === 0 ? rd.committedEntries : rd.committedEntries.slice(applied),
+    );
     for (const rs of rd.readStates) {
       const ctx = dec.decode(rs.context);
       const cid = nd.readWaiters.get(ctx);

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { Entry } from "../../types.js";
+import { type Ready, stablyCommitted } from "../raft.js";
 import { isRaftError } from "../raft-error.js";
 import { bytes, Network } from "../testing/network.js";
 
@@ -300,5 +302,32 @@ describe("quiescence: isQuiet and expireLease", () => {
     expect(nt.raft(1).status().responsive.size).toBe(0);
     nt.tick(1); // one heartbeat round
     expect(nt.raft(1).leaseValid()).toBe(true);
+  });
+});
+
+describe("stablyCommitted: what may be applied while a Ready's write is in flight", () => {
+  it("counts the committed entries below the Ready's own writes, up to a membership change", () => {
+    const e = (index: number, type: Entry["type"] = "normal"): Entry => ({
+      index,
+      term: 1,
+      type,
+      data: new Uint8Array(0),
+    });
+    const rd = (committed: Entry[], entries: Entry[], snapshot = false): Ready =>
+      ({
+        entries,
+        committedEntries: committed,
+        ...(snapshot ? { snapshot: {} } : {}),
+      }) as unknown as Ready;
+    // A leader: what it commits it wrote in an earlier Ready.
+    expect(stablyCommitted(rd([e(4), e(5)], [e(6), e(7)]))).toBe(2);
+    expect(stablyCommitted(rd([e(4), e(5)], []))).toBe(2);
+    // A follower given entries that are committed already: those wait for the write.
+    expect(stablyCommitted(rd([e(5), e(6), e(7)], [e(6), e(7), e(8)]))).toBe(1);
+    expect(stablyCommitted(rd([e(6)], [e(6)]))).toBe(0);
+    // A membership change and what follows it wait; so does everything with a snapshot.
+    expect(stablyCommitted(rd([e(4), e(5, "conf_change"), e(6)], []))).toBe(1);
+    expect(stablyCommitted(rd([e(4)], [], true))).toBe(0);
+    expect(stablyCommitted(rd([], [e(4)]))).toBe(0);
   });
 });
