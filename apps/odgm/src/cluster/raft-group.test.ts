@@ -77,6 +77,52 @@ class ListMachine implements StateMachine<number> {
   }
 }
 
+/**
+ * A memory log store whose saves, while `holding`, are accepted at once but durable only
+ * when their turn in `held` is called.
+ */
+function holdingStore(): { storage: LogStore; held: (() => void)[]; hold(on: boolean): void } {
+  const inner = createMemoryLogStore();
+  let holding = false;
+  const held: (() => void)[] = [];
+  const storage: LogStore = {
+    initialState: () => inner.initialState(),
+    entries: (lo, hi, maxBytes) => inner.entries(lo, hi, maxBytes),
+    term: (i) => inner.term(i),
+    firstIndex: () => inner.firstIndex(),
+    lastIndex: () => inner.lastIndex(),
+    snapshot: () => inner.snapshot(),
+    save: (batch) => {
+      const done = inner.save(batch);
+      return holding ? new Promise((r) => held.push(() => r(done))) : done;
+    },
+    compact: (index, snap) => inner.compact(index, snap),
+    close: () => inner.close(),
+  };
+  return {
+    storage,
+    held,
+    hold(on) {
+      holding = on;
+      if (!on) for (const release of held) release();
+    },
+  };
+}
+
+/** A promise with a flag that tells whether it has resolved yet. */
+function tracked<T>(p: Promise<T>): { readonly promise: Promise<T>; done: boolean } {
+  const t = { promise: p, done: false };
+  t.promise = p.then((r) => {
+    t.done = true;
+    return r;
+  });
+  return t;
+}
+
+const until = async (done: () => boolean): Promise<void> => {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 2));
+};
+
 interface Cluster {
   groups: Map<number, RaftGroup<number>>;
   machines: Map<number, ListMachine>;
@@ -107,9 +153,11 @@ interface Cluster {
   unmarked: Set<number>;
 }
 
-/** Quiescence for {@link cluster}'s nodes. */
+/** Quiescence for {@link cluster}'s nodes, and their log stores. */
 interface QuiesceOptions {
   readonly quiesce?: boolean;
+  /** Each first node's log store (default: a new memory store). */
+  readonly storage?: (id: number) => LogStore;
 }
 
 const open: RaftGroup<number>[] = [];
@@ -125,7 +173,7 @@ async function cluster(
   compactAfterBytes?: number,
   catchUpEntries = 0,
   snapshotDir?: string,
-  { quiesce = false }: QuiesceOptions = {},
+  { quiesce = false, storage: storageOf }: QuiesceOptions = {},
 ): Promise<Cluster> {
   const groups = new Map<number, RaftGroup<number>>();
   const machines = new Map<number, ListMachine>();
@@ -184,7 +232,7 @@ async function cluster(
     groups.set(id, g);
     open.push(g);
   };
-  for (const id of ids) await openNode(id, ids);
+  for (const id of ids) await openNode(id, ids, undefined, storageOf?.(id));
   const c: Cluster = {
     groups,
     machines,
@@ -716,74 +764,82 @@ describe("RaftGroup", () => {
   });
 
   it("applies committed entries it holds while the next log write is in flight", async () => {
-    // Once `holding`, every save is accepted at once but durable only when its turn in
-    // `held` is called.
-    const inner = createMemoryLogStore();
-    let holding = false;
-    const held: (() => void)[] = [];
-    const storage: LogStore = {
-      initialState: () => inner.initialState(),
-      entries: (lo, hi, maxBytes) => inner.entries(lo, hi, maxBytes),
-      term: (i) => inner.term(i),
-      firstIndex: () => inner.firstIndex(),
-      lastIndex: () => inner.lastIndex(),
-      snapshot: () => inner.snapshot(),
-      save: (batch) => {
-        const done = inner.save(batch);
-        return holding ? new Promise((r) => held.push(() => r(done))) : done;
-      },
-      compact: (index, snap) => inner.compact(index, snap),
-      close: () => inner.close(),
-    };
+    const store = holdingStore();
     const installDir = mkdtempSync(join(tmpdir(), "raft-group-install-"));
     dirs.push(installDir);
     const sm = new ListMachine();
     const g = await RaftGroup.open({
       id: "g",
       nodeId: 1,
-      storage,
+      storage: store.storage,
       stateMachine: sm,
       send: () => undefined,
       bootstrapVoters: [1],
       installDir,
     });
     open.push(g);
-    const until = async (done: () => boolean) => {
-      for (let i = 0; i < 500 && !done(); i++) await new Promise((r) => setTimeout(r, 2));
-    };
     // Elected, and its first entry (the new term's empty one) applied.
     await until(() => {
       g.tick();
       return g.isLeader && g.status().applied === g.status().lastIndex;
     });
-    holding = true;
+    store.hold(true);
     try {
       // "a" is being written; "b" comes meanwhile and goes into the next Ready, with "a"
       // committed. That Ready's write is held: "a" is applied and answered regardless.
-      let aDone = false;
-      const a = g.propose(enc.encode("a")).then((r) => {
-        aDone = true;
-        return r;
-      });
-      await until(() => held.length === 1);
-      let bDone = false;
-      const b = g.propose(enc.encode("b")).then((r) => {
-        bDone = true;
-        return r;
-      });
-      held[0]?.();
-      await until(() => held.length === 2 && aDone);
-      expect(held.length).toBe(2);
-      expect(aDone).toBe(true);
-      expect((await a).result).toBe(1);
+      const a = tracked(g.propose(enc.encode("a")));
+      await until(() => store.held.length === 1);
+      const b = tracked(g.propose(enc.encode("b")));
+      store.held[0]?.();
+      await until(() => store.held.length === 2 && a.done);
+      expect(store.held.length).toBe(2);
+      expect(a.done).toBe(true);
+      expect((await a.promise).result).toBe(1);
       expect(sm.items).toEqual(["a"]);
-      expect(bDone).toBe(false);
-      held[1]?.();
-      expect((await b).result).toBe(2);
+      expect(b.done).toBe(false);
+      store.held[1]?.();
+      expect((await b.promise).result).toBe(2);
       expect(sm.items).toEqual(["a", "b"]);
     } finally {
-      holding = false;
-      for (const release of held) release();
+      store.hold(false);
+    }
+  });
+
+  it("applies what a follower's answer commits while the leader's log write is in flight", async () => {
+    const stores = new Map<number, ReturnType<typeof holdingStore>>();
+    const c = await cluster([1, 2, 3], 10_000, undefined, 0, undefined, {
+      storage: (id) => {
+        const s = holdingStore();
+        stores.set(id, s);
+        return s.storage;
+      },
+    });
+    const leader = c.leader() as RaftGroup<number>;
+    const id = [...c.groups].find(([, g]) => g === leader)?.[0] as number;
+    const store = stores.get(id) as ReturnType<typeof holdingStore>;
+    await until(() => leader.status().applied === leader.status().lastIndex);
+    // The followers' answers wait, and the leader's writes are held.
+    c.hold(id, "app_resp");
+    store.hold(true);
+    try {
+      const a = tracked(leader.propose(enc.encode("a")));
+      await until(() => store.held.length === 1);
+      const b = tracked(leader.propose(enc.encode("b")));
+      // "a" is durable on the leader; the Ready writing "b" is handed out and held.
+      store.held[0]?.();
+      await until(() => store.held.length === 2);
+      expect(a.done).toBe(false); // not committed: no follower answered
+      // The answers commit "a" (and "b", not yet durable on the leader) while "b"'s write is
+      // held: "a" is applied and answered at once.
+      c.release();
+      await until(() => a.done);
+      expect(a.done).toBe(true);
+      expect((await a.promise).result).toBe(1);
+      expect(b.done).toBe(false);
+      store.held[1]?.();
+      expect((await b.promise).result).toBe(2);
+    } finally {
+      store.hold(false);
     }
   });
 

@@ -224,7 +224,8 @@ const COMPACTION_READ_CHUNK = 1024;
  * committed entries are applied in order on a queue of their own, so the state machine's
  * writes overlap the log writes instead of adding to them (as etcd's apply loop): those
  * already in stable storage as soon as the Ready is handed out, while its own write is in
- * flight, the rest once it is done. A membership change, a snapshot, or a backlog beyond
+ * flight, and those committed meanwhile as soon as a message commits them; the rest once
+ * the write is done. A membership change, a snapshot, or a backlog beyond
  * {@link MAX_APPLY_BACKLOG} waits for the queue.
  */
 export class RaftGroup<R> {
@@ -477,6 +478,9 @@ export class RaftGroup<R> {
       return;
     }
     if (quiesce) this.quiesceMarked(m);
+    // What this message committed is applied now, not after the log write in flight.
+    const taken = this.raft.takeCommitted();
+    if (taken.length > 0) this.enqueueApply(taken);
     this.kick();
   }
 

@@ -304,8 +304,12 @@ export class Raft {
         lastEntry: Entry | undefined;
         snapIndex: number;
         committed: readonly Entry[];
+        /** Some of `committed` (or a snapshot) wait for the Ready's write: no take before it. */
+        waits: boolean;
       }
     | undefined = undefined;
+  /** The last index {@link takeCommitted} handed out (applied at the next advance). */
+  private taken = 0;
 
   constructor(o: RaftOptions) {
     if (!Number.isSafeInteger(o.id) || o.id <= 0) {
@@ -555,12 +559,7 @@ export class Raft {
     this.prevSoft = soft;
     const confState = this.confChanged ? this.trk.confState() : undefined;
     this.confChanged = false;
-    this.readyOut = {
-      lastEntry: entries[entries.length - 1],
-      snapIndex: snapshot?.metadata.index ?? 0,
-      committed: committedEntries,
-    };
-    return {
+    const rd: Ready = {
       entries,
       committedEntries,
       messages,
@@ -571,11 +570,42 @@ export class Raft {
       ...(snapshot !== undefined ? { snapshot } : {}),
       ...(confState !== undefined ? { confState } : {}),
     };
+    this.readyOut = {
+      lastEntry: entries[entries.length - 1],
+      snapIndex: snapshot?.metadata.index ?? 0,
+      committed: committedEntries,
+      waits: snapshot !== undefined || stablyCommitted(rd) < committedEntries.length,
+    };
+    return rd;
+  }
+
+  /**
+   * While a Ready is out (between {@link ready} and {@link advance}): the entries committed
+   * since, in stable storage, that nothing handed out yet — up to a membership change, at
+   * most 4 × `maxSizePerMsg` bytes — for the driver to apply after the Ready's own
+   * committed entries without waiting for its write. They count as applied at the next
+   * `advance()`. Empty when no Ready is out (its next Ready holds them) or while some of the
+   * outstanding Ready's committed entries wait for its write ({@link stablyCommitted}).
+   */
+  takeCommitted(): Entry[] {
+    const out = this.readyOut;
+    if (out === undefined || out.waits) return [];
+    const handedOut = out.committed[out.committed.length - 1]?.index ?? 0;
+    const lo = Math.max(this.log.applied, handedOut, this.taken) + 1;
+    const hi = Math.min(this.log.committed, this.log.persistedIndex());
+    if (hi < lo || lo < this.log.firstIndex()) return [];
+    const es = this.log.slice(lo, hi + 1, this.maxSizePerMsg * 4);
+    let n = 0;
+    while (n < es.length && (es[n] as Entry).type !== "conf_change") n++;
+    const taken = n === es.length ? es : es.slice(0, n);
+    if (n > 0) this.taken = (taken[n - 1] as Entry).index;
+    return taken;
   }
 
   /**
    * Acknowledges the last Ready: its snapshot and entries are durable (the store's read view
-   * has them) and its committed entries are applied. A leader counts itself towards the
+   * has them) and its committed entries, and those taken since ({@link takeCommitted}), are
+   * applied. A leader counts itself towards the
    * commit quorum only from here (its own fsync is done).
    */
   advance(): void {
@@ -592,8 +622,9 @@ export class Raft {
       for (const e of out.committed) {
         if (e.type === "conf_change") this.applyConfEntry(e);
       }
-      this.log.appliedTo(last.index);
     }
+    const applied = Math.max(last?.index ?? 0, this.taken);
+    if (applied > this.log.applied) this.log.appliedTo(applied);
     if (this.role === "leader") {
       const self = this.trk.progress.get(this.id);
       if (self !== undefined) self.maybeUpdate(this.log.persistedIndex());

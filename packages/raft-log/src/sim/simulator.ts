@@ -106,7 +106,10 @@ export interface SimStats {
   partitions: number;
   compactions: number;
   snapshotsInstalled: number;
-  /** Committed entries applied while their Ready's sync was in flight (`earlyApply` seeds). */
+  /**
+   * Committed entries applied while a Ready's sync was in flight (`earlyApply` seeds): its
+   * own stably committed ones, and those taken while it was out.
+   */
   appliedEarly: number;
   confChanges: number;
   transfers: number;
@@ -305,8 +308,9 @@ class Simulation {
   private readonly earlySend: boolean;
   /**
    * Whether the committed entries a node already holds are applied as soon as their Ready is
-   * handed out, while its sync is in flight (`stablyCommitted`, as odgm's driver does), or
-   * after the sync. From a PRNG of its own, so the fault sequence of every seed is as before.
+   * handed out, while its sync is in flight (`stablyCommitted`), and those committed while it
+   * is (`takeCommitted`), as odgm's driver does; or after the sync. From a PRNG of its own,
+   * so the fault sequence of every seed is as before.
    */
   private readonly earlyApply: boolean;
   private readonly maxDisk: number;
@@ -695,6 +699,12 @@ class Simulation {
   // ------------------------------------------------------------------ Ready handling
 
   private drive(nd: SimNode): void {
+    if (this.earlyApply && nd.raft !== undefined && nd.inflight !== undefined) {
+      // Committed since the Ready in flight was handed out: applied without waiting for it.
+      const taken = nd.raft.takeCommitted();
+      this.applyCommitted(nd, taken);
+      this.stats.appliedEarly += taken.length;
+    }
     while (nd.raft !== undefined && nd.inflight === undefined && nd.raft.hasReady()) {
       const raft = nd.raft;
       const rd = raft.ready();

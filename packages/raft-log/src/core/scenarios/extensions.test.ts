@@ -331,3 +331,66 @@ describe("stablyCommitted: what may be applied while a Ready's write is in fligh
     expect(stablyCommitted(rd([], [e(4)]))).toBe(0);
   });
 });
+
+describe("takeCommitted: entries committed while a Ready is out", () => {
+  /** Persists a Ready the test drives by hand on `id` (as the network's drain would). */
+  const persist = (nt: Network, id: number, rd: Ready): void => {
+    nt.node(id).storage.apply({
+      ...(rd.hardState ? { hardState: rd.hardState } : {}),
+      entries: rd.entries,
+    });
+    nt.node(id).storage.sync();
+  };
+  const data = (es: readonly Entry[]) => es.map((e) => new TextDecoder().decode(e.data));
+
+  it("hands out what the leader holds once a follower's answer commits it, once, and never in a later Ready", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    const r = nt.raft(1);
+    r.propose(bytes("a"));
+    const rdA = r.ready();
+    persist(nt, 1, rdA);
+    r.advance(); // "a" is durable here; its appends are still on their way
+    expect(r.takeCommitted()).toEqual([]); // no Ready out: the next Ready holds what commits
+    r.propose(bytes("b"));
+    const rdB = r.ready(); // "b" is being written
+    nt.send(...rdA.messages, ...rdB.messages); // both reach the followers, who answer
+    expect(r.status().commit).toBe(rdB.entries[0]?.index); // "b" committed by the followers
+    expect(data(r.takeCommitted())).toEqual(["a"]); // not "b": not durable here yet
+    expect(r.takeCommitted()).toEqual([]);
+    persist(nt, 1, rdB);
+    r.advance();
+    expect(r.status().applied).toBe(rdA.entries[0]?.index);
+    const next = r.ready();
+    expect(data(next.committedEntries)).toEqual(["b"]);
+    expect(r.takeCommitted()).toEqual([]); // "b" is the outstanding Ready's
+    r.advance();
+  });
+
+  it("hands out nothing while the outstanding Ready's committed entries wait for its write", () => {
+    const nt = new Network([1, 2, 3]);
+    nt.campaign(1);
+    const r = nt.raft(1);
+    r.proposeConfChange({ changes: [{ type: "add_learner", nodeId: 4 }], transition: "auto" });
+    const rdC = r.ready();
+    persist(nt, 1, rdC);
+    r.advance();
+    r.propose(bytes("g"));
+    const rdG = r.ready();
+    nt.send(...rdC.messages); // the change commits while "g" is being written
+    expect(r.status().commit).toBe(rdC.entries[0]?.index);
+    expect(r.takeCommitted()).toEqual([]); // a membership change waits for a Ready
+    persist(nt, 1, rdG);
+    r.advance();
+    const rdX = r.ready(); // applies the change only after its write
+    expect(rdX.committedEntries.map((e) => e.type)).toEqual(["conf_change"]);
+    expect(stablyCommitted(rdX)).toBe(0);
+    nt.send(...rdG.messages); // "g", durable here, commits
+    expect(r.status().commit).toBe(rdG.entries[0]?.index);
+    expect(r.takeCommitted()).toEqual([]); // it would overtake the membership change
+    persist(nt, 1, rdX);
+    r.advance();
+    expect(data(r.ready().committedEntries)).toEqual(["g"]);
+    r.advance();
+  });
+});
