@@ -605,8 +605,8 @@ export class Raft {
   /**
    * Acknowledges the last Ready: its snapshot and entries are durable (the store's read view
    * has them) and its committed entries, and those taken since ({@link takeCommitted}), are
-   * applied. A leader counts itself towards the
-   * commit quorum only from here (its own fsync is done).
+   * applied. A leader counts itself towards the commit quorum only from here (its own fsync
+   * is done).
    */
   advance(): void {
     const out = this.readyOut;
