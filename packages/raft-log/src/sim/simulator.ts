@@ -40,6 +40,11 @@ export type SimCheck =
   | "commit_rule"
   /** The core threw an internal assertion (`invariant_violation` / `invalid_state`). */
   | "core_assertion"
+  /**
+   * A node's state machine was handed an entry other than the one after the last it
+   * applied (or installed by a snapshot): one applied twice, skipped, or out of order.
+   */
+  | "apply_order"
   /** After healing, no leader committed a proposal within 10 election timeouts. */
   | "liveness"
   /** The client history is not linearizable (WGL checker, KV model). */
@@ -180,6 +185,8 @@ interface SimNode {
   raft: Raft | undefined;
   incarnation: number;
   kv: KvStateMachine;
+  /** The index `kv` holds everything up to (its snapshot's, then the last entry applied). */
+  kvIndex: number;
   inflight: Inflight | undefined;
   /** Hard state of the last Ready handed out (for the early-send rule). */
   lastHard: HardState;
@@ -429,6 +436,7 @@ class Simulation {
         raft: undefined,
         incarnation: 0,
         kv: new KvStateMachine(),
+        kvIndex: boot.metadata.index,
         inflight: undefined,
         lastHard: { term: 1, vote: 0, commit: 1 },
         restartAt: -1,
@@ -526,6 +534,7 @@ class Simulation {
     }
     nd.kv = new KvStateMachine();
     nd.kv.restore(snapshotBytes(nd.store.snapshot().data));
+    nd.kvIndex = nd.store.snapshot().metadata.index;
     nd.lastHard = hs;
     nd.inflight = undefined;
     nd.waiters.clear();
@@ -764,6 +773,13 @@ class Simulation {
     if (entries.length === 0) return;
     this.checker.recordApplied(nd.id, entries);
     for (const e of entries) {
+      if (e.index !== nd.kvIndex + 1) {
+        throw new Failure(
+          "apply_order",
+          `node ${nd.id} was handed entry ${e.index} to apply after ${nd.kvIndex}`,
+        );
+      }
+      nd.kvIndex = e.index;
       if (e.type !== "normal" || e.data.byteLength === 0) continue;
       const cmd = decodeCommand(e.data);
       if (cmd === undefined) {
@@ -787,6 +803,7 @@ class Simulation {
     for (const m of msgs) this.send(nd, m);
     if (rd.snapshot !== undefined) {
       nd.kv.restore(snapshotBytes(rd.snapshot.data));
+      nd.kvIndex = rd.snapshot.metadata.index;
       this.stats.snapshotsInstalled++;
       this.log(`node ${nd.id} installed snapshot ${rd.snapshot.metadata.index}`);
     }
