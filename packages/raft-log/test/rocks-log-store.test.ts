@@ -8,9 +8,12 @@ import { describe, expect, it } from "vitest";
 import { createGroupCommitter, type GroupCommitter } from "../src/storage/group-committer.js";
 import {
   encodeEntryValue,
+  encodeHardState,
   entryKey,
   entryKeyIndex,
   groupPrefix,
+  RecordType,
+  recordKey,
 } from "../src/storage/log-record-codec.js";
 import { openRocksLogDatabase, type RocksLogDatabase } from "../src/storage/rocks-log-database.js";
 import { createRocksLogStore } from "../src/storage/rocks-log-store.js";
@@ -172,6 +175,57 @@ describe("RocksDB log store specifics", () => {
       const ofG = rows.filter(([k]) => k[0] === 1 && k[1] === "g".charCodeAt(0));
       expect(ofG).toHaveLength(1);
       expect([kept.firstIndex(), kept.lastIndex(), kept.term(6)]).toEqual([5, 8, 3]);
+      await committer.close();
+      await database.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an erase a crash cut short (marked, entries still on disk) is finished when the group opens", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+    try {
+      const database = await openRocksLogDatabase({ path: dir });
+      const committer = createGroupCommitter(database);
+      const open = (groupId: string) => createRocksLogStore({ database, groupId, committer });
+      const [g1, g10] = await Promise.all(["g1", "g10"].map(open));
+      if (g1 === undefined || g10 === undefined) throw new Error("not opened");
+      for (const s of [g1, g10]) {
+        await s.save({ entries: run(1, 6, 4), hardState: { term: 4, vote: 3, commit: 6 } });
+      }
+      const keysOf = async (groupId: string): Promise<number[]> => {
+        const prefix = groupPrefix(groupId);
+        const rows = await database.db
+          .iterator({ column: database.column, gte: prefix, lt: recordKey(prefix, 0xff) })
+          .all();
+        return rows.map(([k]) =>
+          (k[prefix.length] as number) === RecordType.entry ? 0x10 : (k[prefix.length] as number),
+        );
+      };
+      // What erase()'s synced write leaves when the process dies before its range deletion:
+      // the records dropped, the mark written, every entry still there.
+      const prefix = groupPrefix("g1");
+      await database.write([
+        { type: "del", key: recordKey(prefix, RecordType.floor) },
+        {
+          type: "put",
+          key: recordKey(prefix, RecordType.hardState),
+          value: encodeHardState({ term: 4, vote: 3, commit: 0 }),
+        },
+        { type: "put", key: recordKey(prefix, RecordType.erasing), value: new Uint8Array([1]) },
+      ]);
+      expect(await keysOf("g1")).toContain(RecordType.erasing);
+      const again = await open("g1");
+      expect([again.firstIndex(), again.lastIndex()]).toEqual([1, 0]);
+      expect(again.initialState().hardState).toEqual({ term: 4, vote: 3, commit: 0 });
+      // Nothing of the old log is left, not even the mark: only the hard state.
+      expect(await keysOf("g1")).toEqual([RecordType.hardState]);
+      // The group takes new entries as a new member's log, and they survive a reopen.
+      await again.save({ entries: run(1, 2, 5) });
+      const reopened = await open("g1");
+      expect(reopened.entries(1, 3).map((e) => e.term)).toEqual([5, 5]);
+      // The neighbour whose id extends this one is untouched.
+      expect([g10.firstIndex(), g10.lastIndex(), g10.term(6)]).toEqual([1, 6, 4]);
       await committer.close();
       await database.close();
     } finally {

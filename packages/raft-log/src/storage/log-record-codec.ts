@@ -6,12 +6,15 @@
 //   G 0x02                 snapshot metadata
 //   G 0x03                 snapshot data (raw bytes, no version byte: opaque to the store)
 //   G 0x04                 log floor: index and term of the last compacted entry
+//   G 0x05                 erase in progress: from an erase's synced write until its range
+//                          deletion of the group's entries is done (redone at open)
 //   G 0x10 <u64 BE index>  entry (big-endian so entries sort by index)
 //
 // Values (varints are minimal unsigned LEB128):
 //   hard state     01 term vote commit
 //   snapshot meta  01 index term confState
 //   log floor      01 index term
+//   erase mark     01
 //   entry          01 term type(u8: 0 normal, 1 conf_change) data(rest of the value)
 //   confState      voters learners votersOutgoing learnersNext (each: count, ids) autoLeave(u8 0|1)
 
@@ -29,6 +32,7 @@ export const RecordType = {
   snapshotMeta: 0x02,
   snapshotData: 0x03,
   floor: 0x04,
+  erasing: 0x05,
   entry: 0x10,
 } as const;
 
