@@ -193,14 +193,13 @@ describe("RocksDB log store specifics", () => {
       for (const s of [g1, g10]) {
         await s.save({ entries: run(1, 6, 4), hardState: { term: 4, vote: 3, commit: 6 } });
       }
+      /** The record type of each of a group's keys on disk, in key order. */
       const keysOf = async (groupId: string): Promise<number[]> => {
         const prefix = groupPrefix(groupId);
         const rows = await database.db
           .iterator({ column: database.column, gte: prefix, lt: recordKey(prefix, 0xff) })
           .all();
-        return rows.map(([k]) =>
-          (k[prefix.length] as number) === RecordType.entry ? 0x10 : (k[prefix.length] as number),
-        );
+        return rows.map(([k]) => k[prefix.length] as number);
       };
       // What erase()'s synced write leaves when the process dies before its range deletion:
       // the records dropped, the mark written, every entry still there.

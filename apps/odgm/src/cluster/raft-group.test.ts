@@ -765,24 +765,11 @@ describe("RaftGroup", () => {
 
   it("applies committed entries it holds while the next log write is in flight", async () => {
     const store = holdingStore();
-    const installDir = mkdtempSync(join(tmpdir(), "raft-group-install-"));
-    dirs.push(installDir);
-    const sm = new ListMachine();
-    const g = await RaftGroup.open({
-      id: "g",
-      nodeId: 1,
-      storage: store.storage,
-      stateMachine: sm,
-      send: () => undefined,
-      bootstrapVoters: [1],
-      installDir,
-    });
-    open.push(g);
-    // Elected, and its first entry (the new term's empty one) applied.
-    await until(() => {
-      g.tick();
-      return g.isLeader && g.status().applied === g.status().lastIndex;
-    });
+    const c = await cluster([1], 10_000, undefined, 0, undefined, { storage: () => store.storage });
+    const g = c.leader() as RaftGroup<number>;
+    const sm = c.machines.get(1) as ListMachine;
+    // Its first entry (the new term's empty one) applied.
+    await until(() => g.status().applied === g.status().lastIndex);
     store.hold(true);
     try {
       // "a" is being written; "b" comes meanwhile and goes into the next Ready, with "a"
