@@ -23,6 +23,7 @@ describe("simulator", () => {
       "compactions",
       "snapshotsInstalled",
       "appliedEarly",
+      "sentEarly",
       "confChanges",
       "transfers",
       "leaderChanges",
