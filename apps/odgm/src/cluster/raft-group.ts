@@ -233,8 +233,6 @@ export class RaftGroup<R> {
   private readonly raft: Raft;
   private running: Promise<void> | undefined;
   private again = false;
-  /** A send of the leader's new appends is queued for the end of this turn. */
-  private earlyQueued = false;
   private closed = false;
   private readonly proposals = new Map<number, PendingProposal<R>>();
   /** The apply queue's tail: resolves once every batch handed to it is applied. */
@@ -805,7 +803,6 @@ export class RaftGroup<R> {
   private kick(): void {
     if (this.running !== undefined) {
       this.again = true;
-      this.sendEarlySoon();
       return;
     }
     this.running = this.drain().finally(() => {
@@ -827,38 +824,6 @@ export class RaftGroup<R> {
         return;
       }
       this.raft.advance();
-    }
-  }
-
-  /**
-   * While a Ready's log write is in flight, a leader's appends queued since leave at the end
-   * of this turn (raft-log's `takeMessages`), all of the turn's proposals in one append per
-   * follower, instead of after the write: the followers write them alongside.
-   */
-  private sendEarlySoon(): void {
-    if (this.earlyQueued || this.raft.role !== "leader") return;
-    this.earlyQueued = true;
-    setImmediate(() => {
-      this.earlyQueued = false;
-      if (this.closed) return;
-      const messages = this.raft.takeMessages();
-      if (messages.length === 0) return;
-      this.countSnapshots(messages);
-      this.sendEarly(messages);
-    });
-  }
-
-  /** Sends replication messages ahead of the log write (heartbeats may ask to quiesce). */
-  private sendEarly(messages: readonly Message[]): void {
-    this.o.send(this.id, messages, this.asking !== undefined && onlyOf(messages, "heartbeat"));
-  }
-
-  private countSnapshots(messages: readonly Message[]): void {
-    for (const m of messages) {
-      if (m.type !== "snap") continue;
-      this.snapshotsSent++;
-      // A snapshot still being sent is kept for other followers as if asked for again.
-      this.ticksSinceAsked = 0;
     }
   }
 
@@ -922,8 +887,14 @@ export class RaftGroup<R> {
     const early = termOrVote ? [] : rd.messages.filter((m) => REPLICATION.has(m.type));
     const late =
       early.length === 0 ? rd.messages : rd.messages.filter((m) => !REPLICATION.has(m.type));
-    this.countSnapshots(rd.messages);
-    if (early.length > 0) this.sendEarly(early);
+    for (const m of rd.messages) {
+      if (m.type !== "snap") continue;
+      this.snapshotsSent++;
+      // A snapshot still being sent is kept for other followers as if asked for again.
+      this.ticksSinceAsked = 0;
+    }
+    if (early.length > 0)
+      this.o.send(this.id, early, this.asking !== undefined && onlyOf(early, "heartbeat"));
     const committed = rd.committedEntries;
     const stable = stablyCommitted(rd);
     if (stable > 0)

@@ -109,8 +109,7 @@ export interface SoftState {
  * Messages normally wait for (1). The one exception (thesis §10.2.1): when this Ready does
  * not change term or vote, a leader's `app`, `heartbeat` and `snap` messages may be sent
  * while (1) is in flight — the leader only counts its own copy towards the commit quorum
- * after `advance()` — and so may those queued after it ({@link Raft.takeMessages}). Votes,
- * vote answers and acknowledgements always wait for (1).
+ * after `advance()`. Votes, vote answers and acknowledgements always wait for (1).
  *
  * Applies may start before (1) as well, for the first {@link stablyCommitted} entries of
  * `committedEntries`: the rest wait for (1).
@@ -190,8 +189,6 @@ type CampaignType = "pre_election" | "election" | "transfer";
 
 const TRANSFER_CONTEXT = new TextEncoder().encode("raft:transfer");
 const EMPTY = new Uint8Array(0);
-/** What a leader may send while its own log write is in flight (see {@link Ready}). */
-const REPLICATION: ReadonlySet<Message["type"]> = new Set(["app", "heartbeat", "snap"]);
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.byteLength !== b.byteLength) return false;
@@ -309,8 +306,6 @@ export class Raft {
         committed: readonly Entry[];
         /** Some of `committed` (or a snapshot) wait for the Ready's write: no take before it. */
         waits: boolean;
-        /** The Ready's write changes term or vote: no message leaves before it. */
-        termOrVote: boolean;
       }
     | undefined = undefined;
   /** The last index {@link takeCommitted} handed out (applied at the next advance). */
@@ -555,8 +550,11 @@ export class Raft {
     const hardChanged = this.hardChanged();
     const soft: SoftState = { lead: this.lead, role: this.role };
     const softChanged = this.softChanged();
-    const termOrVote = hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote;
-    const mustSync = entries.length > 0 || snapshot !== undefined || termOrVote;
+    const mustSync =
+      entries.length > 0 ||
+      snapshot !== undefined ||
+      hs.term !== this.prevHard.term ||
+      hs.vote !== this.prevHard.vote;
     this.prevHard = hs;
     this.prevSoft = soft;
     const confState = this.confChanged ? this.trk.confState() : undefined;
@@ -577,29 +575,8 @@ export class Raft {
       snapIndex: snapshot?.metadata.index ?? 0,
       committed: committedEntries,
       waits: snapshot !== undefined || stablyCommitted(rd) < committedEntries.length,
-      termOrVote,
     };
     return rd;
-  }
-
-  /**
-   * While a Ready is out (between {@link ready} and {@link advance}): the leader's appends,
-   * heartbeats and snapshots queued since, merged as a Ready merges them, to send now
-   * rather than in the next Ready — the same exception to "messages wait for the write" as
-   * a Ready's own (thesis §10.2.1), so entries proposed during a log write reach the
-   * followers without waiting for it. Empty unless this node leads in the term and vote
-   * the outstanding Ready leaves unchanged; every other message stays for the next Ready.
-   */
-  takeMessages(): Message[] {
-    const out = this.readyOut;
-    if (out === undefined || out.termOrVote || this.role !== "leader") return [];
-    if (this.term !== this.prevHard.term || this.vote !== this.prevHard.vote) return [];
-    const taken: Message[] = [];
-    const kept: Message[] = [];
-    for (const m of this.msgs) (REPLICATION.has(m.type) ? taken : kept).push(m);
-    if (taken.length === 0) return taken;
-    this.msgs = kept;
-    return coalesceMessages(taken, this.maxSizePerMsg);
   }
 
   /**

@@ -65,8 +65,9 @@ export const MUTATIONS: readonly Mutation[] = [
     patches: [
       {
         file: "core/raft.ts",
-        find: "const mustSync = entries.length > 0 || snapshot",
-        replace: "const mustSync = entries.length < 0 || snapshot",
+        find: "    const mustSync =\n      entries.length > 0 ||\n      snapshot !== undefined ||",
+        replace:
+          "    const mustSync =\n      entries.length < 0 ||\n      snapshot !== undefined ||",
       },
     ],
   },
@@ -76,9 +77,8 @@ export const MUTATIONS: readonly Mutation[] = [
     patches: [
       {
         file: "core/raft.ts",
-        find: "const termOrVote = hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote;",
-        replace:
-          "const termOrVote = (hs.term !== this.prevHard.term && hs.term < 0) || hs.vote < 0;",
+        find: "      hs.term !== this.prevHard.term ||\n      hs.vote !== this.prevHard.vote;",
+        replace: "      (hs.term !== this.prevHard.term && hs.term < 0) ||\n      hs.vote < 0;",
       },
     ],
   },

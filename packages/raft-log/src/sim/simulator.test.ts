@@ -23,7 +23,6 @@ describe("simulator", () => {
       "compactions",
       "snapshotsInstalled",
       "appliedEarly",
-      "sentEarly",
       "confChanges",
       "transfers",
       "leaderChanges",

@@ -116,8 +116,6 @@ export interface SimStats {
    * own stably committed ones, and those taken while it was out.
    */
   appliedEarly: number;
-  /** A leader's messages sent while its Ready's sync was in flight (`takeMessages`). */
-  sentEarly: number;
   confChanges: number;
   transfers: number;
   leaderChanges: number;
@@ -290,7 +288,6 @@ class Simulation {
     compactions: 0,
     snapshotsInstalled: 0,
     appliedEarly: 0,
-    sentEarly: 0,
     confChanges: 0,
     transfers: 0,
     leaderChanges: 0,
@@ -711,12 +708,6 @@ class Simulation {
   // ------------------------------------------------------------------ Ready handling
 
   private drive(nd: SimNode): void {
-    if (this.earlySend && nd.raft !== undefined && nd.inflight !== undefined) {
-      // Proposed since the Ready in flight was handed out: replicated without waiting for it.
-      const taken = nd.raft.takeMessages();
-      for (const m of taken) this.send(nd, m);
-      this.stats.sentEarly += taken.length;
-    }
     if (this.earlyApply && nd.raft !== undefined && nd.inflight !== undefined) {
       // Committed since the Ready in flight was handed out: applied without waiting for it.
       const taken = nd.raft.takeCommitted();

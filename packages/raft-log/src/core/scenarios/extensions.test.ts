@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import type { Entry } from "../../types.js";
-import { createMessage, type Message } from "../message.js";
 import { type Ready, stablyCommitted } from "../raft.js";
 import { isRaftError } from "../raft-error.js";
 import { bytes, Network } from "../testing/network.js";
@@ -333,17 +332,17 @@ describe("stablyCommitted: what may be applied while a Ready's write is in fligh
   });
 });
 
-/** Persists a Ready a test drives by hand on `id` (as the network's drain would). */
-const persist = (nt: Network, id: number, rd: Ready): void => {
-  nt.node(id).storage.apply({
-    ...(rd.hardState ? { hardState: rd.hardState } : {}),
-    entries: rd.entries,
-  });
-  nt.node(id).storage.sync();
-};
-const data = (es: readonly Entry[]) => es.map((e) => new TextDecoder().decode(e.data));
-
 describe("takeCommitted: entries committed while a Ready is out", () => {
+  /** Persists a Ready the test drives by hand on `id` (as the network's drain would). */
+  const persist = (nt: Network, id: number, rd: Ready): void => {
+    nt.node(id).storage.apply({
+      ...(rd.hardState ? { hardState: rd.hardState } : {}),
+      entries: rd.entries,
+    });
+    nt.node(id).storage.sync();
+  };
+  const data = (es: readonly Entry[]) => es.map((e) => new TextDecoder().decode(e.data));
+
   it("hands out what the leader holds once a follower's answer commits it, once, and never in a later Ready", () => {
     const nt = new Network([1, 2, 3]);
     nt.campaign(1);
@@ -392,100 +391,6 @@ describe("takeCommitted: entries committed while a Ready is out", () => {
     persist(nt, 1, rdX);
     r.advance();
     expect(data(r.ready().committedEntries)).toEqual(["g"]);
-    r.advance();
-  });
-});
-
-describe("takeMessages: a leader's appends while a Ready is out", () => {
-  it("hands out the entries proposed during the write, merged per follower, once; they commit before it", () => {
-    const nt = new Network([1, 2, 3]);
-    nt.campaign(1);
-    const r = nt.raft(1);
-    r.propose(bytes("a"));
-    const rdA = r.ready(); // "a" is being written
-    r.propose(bytes("b"));
-    r.propose(bytes("c"));
-    const early = r.takeMessages();
-    expect(early.map((m) => [m.type, m.to, data(m.entries)])).toEqual([
-      ["app", 2, ["b", "c"]],
-      ["app", 3, ["b", "c"]],
-    ]);
-    expect(r.takeMessages()).toEqual([]);
-    nt.send(...rdA.messages, ...early); // the followers write and acknowledge all three
-    const c = r.status().lastIndex;
-    expect(r.status().commit).toBe(c); // a quorum without the leader's own copy
-    persist(nt, 1, rdA);
-    r.advance();
-    const next = r.ready();
-    expect(data(next.entries)).toEqual(["b", "c"]); // still to be written here
-    expect(next.messages.filter((m) => m.type === "app" && m.entries.length > 0)).toEqual([]);
-    expect(data(next.committedEntries)).toEqual(["a", "b", "c"]);
-    expect(stablyCommitted(next)).toBe(1); // "b" and "c" wait for this write
-    persist(nt, 1, next);
-    r.advance();
-    expect(r.status().applied).toBe(c);
-  });
-
-  it("keeps every other message, and everything of a follower, for the next Ready", () => {
-    const nt = new Network([1, 2, 3]);
-    nt.campaign(1);
-    nt.raft(1).transferLeader(2);
-    nt.stabilize();
-    nt.raft(2).transferLeader(1);
-    nt.stabilize();
-    const r = nt.raft(1);
-    expect([r.role, r.term]).toEqual(["leader", 3]);
-    r.propose(bytes("a"));
-    const rdA = r.ready();
-    // A deposed leader's append in a lower term: answered with a rejection in our term.
-    r.step(createMessage({ type: "app", from: 3, to: 1, term: r.term - 1 }));
-    r.propose(bytes("b"));
-    expect(r.takeMessages().map((m) => m.type)).toEqual(["app", "app"]);
-    persist(nt, 1, rdA);
-    r.advance();
-    expect(r.ready().messages.map((m) => [m.type, m.to, m.reject])).toContainEqual([
-      "app_resp",
-      3,
-      true,
-    ]);
-    r.advance();
-    // A follower holds its answers until its write is done.
-    nt.send(...rdA.messages);
-    const f = nt.raft(2);
-    r.propose(bytes("c"));
-    const [toF] = r.ready().messages.filter((m) => m.to === 2 && m.type === "app");
-    f.step(toF as Message);
-    const rdF = f.ready();
-    expect(rdF.messages.map((m) => m.type)).toEqual(["app_resp"]);
-    f.step(createMessage({ type: "heartbeat", from: 1, to: 2, term: r.term }));
-    expect(f.takeMessages()).toEqual([]);
-    persist(nt, 2, rdF);
-    f.advance();
-    expect(f.ready().messages.map((m) => m.type)).toEqual(["heartbeat_resp"]);
-  });
-
-  it("hands out nothing while the outstanding Ready changes the term or vote", () => {
-    const nt = new Network([1, 2, 3]);
-    const r = nt.raft(1);
-    r.campaign(); // pre-vote
-    const rdPre = r.ready();
-    persist(nt, 1, rdPre);
-    r.advance();
-    const answers = (msgs: readonly Message[]) =>
-      msgs.flatMap((m) => {
-        nt.raft(m.to).step(m);
-        return nt.drain(m.to);
-      });
-    for (const m of answers(rdPre.messages)) r.step(m);
-    const rdVote = r.ready(); // the candidate's new term and its own vote
-    expect(rdVote.hardState?.term).toBe(r.term);
-    persist(nt, 1, rdVote); // written, its votes sent, but not advanced yet
-    for (const m of answers(rdVote.messages)) r.step(m);
-    expect(r.role).toBe("leader");
-    expect(r.takeMessages()).toEqual([]); // the term's first appends wait for advance()
-    r.advance();
-    const rdLead = r.ready();
-    expect(rdLead.messages.filter((m) => m.type === "app").map((m) => m.to)).toEqual([2, 3]);
     r.advance();
   });
 });
