@@ -11,7 +11,13 @@ import {
   CreateCollectionRequestSchema,
   DataPlaneError,
 } from "@oprc/grpc-api";
-import { type Entry, jsonConfChangeCodec, type SnapshotBytes, snapshotBytes } from "@oprc/raft-log";
+import {
+  type ConfState,
+  type Entry,
+  jsonConfChangeCodec,
+  type SnapshotBytes,
+  snapshotBytes,
+} from "@oprc/raft-log";
 import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { StateMachine } from "./raft-group.js";
@@ -36,8 +42,8 @@ export type MetaCommand =
   /**
    * Node `id`'s data directory is incarnation `incarnation`. Kept only when none is recorded:
    * a node whose directory was replaced cannot overwrite the record of the old one (refused
-   * with the recorded incarnation). The record is dropped when the node is added to the
-   * metadata group as a learner again.
+   * with the recorded incarnation). The record is dropped when the node, not a member of
+   * the metadata group, is added to it as a learner (again).
    */
   | { readonly setIncarnation: { readonly id: number; readonly incarnation: number } };
 
@@ -132,6 +138,7 @@ export interface MetaStateMachineOptions {
   readonly incarnations: Map<number, number>;
   /** Told of every incarnation recorded or (`undefined`) dropped, after it is stored. */
   readonly onIncarnation?: (id: number, incarnation: number | undefined) => void;
+
   /** Told of every replica set that replaced an older one (after it is stored). */
   readonly onReplicaSet?: (group: string, replicas: ReplicaSet) => void;
   /** Opens what a newly applied collection needs on this node. */
@@ -191,10 +198,11 @@ export async function openMetaStateMachine(
     o.onIncarnation?.(id, incarnation);
   };
   /**
-   * A node added as a learner was not in the metadata group: it joins (again) with whatever
-   * data directory it has now, which records its incarnation anew.
+   * A node added as a learner that was not in the metadata group joins (again) with whatever
+   * data directory it has now, which records its incarnation anew. A node that was (an add
+   * asked twice at once, a voter made a learner) keeps its directory, and its record.
    */
-  const forgetAddedLearners = async (e: Entry) => {
+  const forgetAddedLearners = async (e: Entry, confAt: (index: number) => ConfState) => {
     let added: number[];
     try {
       added = jsonConfChangeCodec
@@ -204,7 +212,15 @@ export async function openMetaStateMachine(
     } catch {
       return; // refused by the core as well: a no-op
     }
-    for (const id of added) await recordIncarnation(id, undefined);
+    if (added.length === 0) return;
+    const before = confAt(e.index - 1);
+    const members = new Set([
+      ...before.voters,
+      ...before.votersOutgoing,
+      ...before.learners,
+      ...before.learnersNext,
+    ]);
+    for (const id of added) if (!members.has(id)) await recordIncarnation(id, undefined);
   };
   const saveApplied = (index: number) =>
     shard.write(
@@ -267,7 +283,7 @@ export async function openMetaStateMachine(
   };
   return {
     appliedIndex: () => applied,
-    async apply(entries: readonly Entry[]) {
+    async apply(entries: readonly Entry[], confAt: (index: number) => ConfState) {
       const out: MetaResult[] = [];
       for (const e of entries) {
         let result: MetaResult;
@@ -280,7 +296,7 @@ export async function openMetaStateMachine(
           }
           if (cmd !== undefined) result = await applyOne(cmd);
         } else if (e.type === "conf_change") {
-          await forgetAddedLearners(e);
+          await forgetAddedLearners(e, confAt);
         }
         out.push(result);
         applied = e.index;

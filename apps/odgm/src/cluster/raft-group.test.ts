@@ -5,6 +5,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  type ConfState,
   createMemoryLogStore,
   type Entry,
   type LogStore,
@@ -38,14 +39,17 @@ class ListMachine implements StateMachine<number> {
   refuse = false;
   /** While set, every apply fails (a disk error). */
   applyFails = false;
+  /** For each membership change applied: the membership before it, as the group told. */
+  confsBefore = new Map<number, ConfState>();
   appliedIndex(): number {
     return this.applied;
   }
-  async apply(entries: readonly Entry[]): Promise<number[]> {
+  async apply(entries: readonly Entry[], confAt: (index: number) => ConfState): Promise<number[]> {
     await this.gate;
     if (this.applyFails) throw new Error("input/output error (test)");
     const out: number[] = [];
     for (const e of entries) {
+      if (e.type === "conf_change") this.confsBefore.set(e.index, confAt(e.index - 1));
       if (e.type === "normal" && e.data.byteLength > 0) this.items.push(dec.decode(e.data));
       this.applied = e.index;
       out.push(this.items.length);
@@ -828,6 +832,24 @@ describe("RaftGroup", () => {
     } finally {
       store.hold(false);
     }
+  });
+
+  it("tells the state machine the membership before each change it applies, several in one batch", async () => {
+    const c = await cluster([1]);
+    const g = c.leader() as RaftGroup<number>;
+    const add = (nodeId: number) =>
+      g.proposeConfChange({ changes: [{ type: "add_learner", nodeId }], transition: "auto" });
+    const i4 = (await add(4)).index;
+    await until(() => g.status().applied >= i4); // the core's own, at the Ready's end
+    const i5 = (await add(5)).index;
+    await g.propose(enc.encode("x")); // its write saves a commit index past both changes
+    // A new state machine on the same log: the group hands every entry over again at once.
+    const sm = new ListMachine();
+    c.machines.set(1, sm);
+    await c.restart(1);
+    for (let i = 0; i < 200 && sm.applied < i5; i++) await c.tick(1);
+    expect(sm.confsBefore.get(i4)?.learners).toEqual([]);
+    expect(sm.confsBefore.get(i5)?.learners).toEqual([4]);
   });
 
   it("with advanceElection, a group opens with its election clock an election timeout ahead, less a tick", async () => {

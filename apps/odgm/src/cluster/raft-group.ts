@@ -37,8 +37,12 @@ import { SnapshotFile, syncDir } from "./snapshot-file.js";
 export interface StateMachine<R> {
   /** Index of the last entry whose effects are stored (0: none). Entries ≤ it are skipped. */
   appliedIndex(): number;
-  /** Applies committed entries (in order); one result per entry, in order. */
-  apply(entries: readonly Entry[]): Promise<readonly R[]>;
+  /**
+   * Applies committed entries (in order); one result per entry, in order. `confAt(index)`:
+   * the group's membership as of an index, from the stored snapshot up to the last entry
+   * given (so before any membership change among them).
+   */
+  apply(entries: readonly Entry[], confAt: (index: number) => ConfState): Promise<readonly R[]>;
   /**
    * Fixes the state as of {@link appliedIndex} (called between applies) and returns the
    * reader of it, a page of bytes at a time. Reading may overlap later applies, and yields
@@ -970,15 +974,7 @@ export class RaftGroup<R> {
 
   private async apply(entries: readonly Entry[]): Promise<void> {
     const sm = this.o.stateMachine;
-    const fresh = entries.filter((e) => e.index > sm.appliedIndex());
-    const results = fresh.length === 0 ? [] : await sm.apply(fresh);
-    for (const [i, e] of fresh.entries()) {
-      const p = this.proposals.get(e.index);
-      if (p === undefined) continue;
-      this.proposals.delete(e.index);
-      if (p.term === e.term) p.resolve({ index: e.index, result: results[i] as R });
-      else p.reject(overwritten(this.id, e.index));
-    }
+    // The memberships first: the state machine may ask for the one before an entry it applies.
     for (const e of entries) {
       this.appliedBytes += e.data.byteLength;
       if (e.index <= this.confIndex) continue;
@@ -986,6 +982,15 @@ export class RaftGroup<R> {
         this.confChanges.push({ index: e.index, conf: nextConf(this.confAt(e.index), e) });
       }
       this.confIndex = e.index;
+    }
+    const fresh = entries.filter((e) => e.index > sm.appliedIndex());
+    const results = fresh.length === 0 ? [] : await sm.apply(fresh, (i) => this.confAt(i));
+    for (const [i, e] of fresh.entries()) {
+      const p = this.proposals.get(e.index);
+      if (p === undefined) continue;
+      this.proposals.delete(e.index);
+      if (p.term === e.term) p.resolve({ index: e.index, result: results[i] as R });
+      else p.reject(overwritten(this.id, e.index));
     }
     const last = entries[entries.length - 1] as Entry;
     // Proposals below what was just applied that never showed up were cut off by a snapshot.
