@@ -138,7 +138,6 @@ export interface MetaStateMachineOptions {
   readonly incarnations: Map<number, number>;
   /** Told of every incarnation recorded or (`undefined`) dropped, after it is stored. */
   readonly onIncarnation?: (id: number, incarnation: number | undefined) => void;
-
   /** Told of every replica set that replaced an older one (after it is stored). */
   readonly onReplicaSet?: (group: string, replicas: ReplicaSet) => void;
   /** Opens what a newly applied collection needs on this node. */
