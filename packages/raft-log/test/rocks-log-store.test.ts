@@ -12,6 +12,7 @@ import {
   entryKey,
   entryKeyIndex,
   groupPrefix,
+  LOG_RECORD_VERSION,
   RecordType,
   recordKey,
 } from "../src/storage/log-record-codec.js";
@@ -211,7 +212,11 @@ describe("RocksDB log store specifics", () => {
           key: recordKey(prefix, RecordType.hardState),
           value: encodeHardState({ term: 4, vote: 3, commit: 0 }),
         },
-        { type: "put", key: recordKey(prefix, RecordType.erasing), value: new Uint8Array([1]) },
+        {
+          type: "put",
+          key: recordKey(prefix, RecordType.erasing),
+          value: new Uint8Array([LOG_RECORD_VERSION]),
+        },
       ]);
       expect(await keysOf("g1")).toContain(RecordType.erasing);
       const again = await open("g1");

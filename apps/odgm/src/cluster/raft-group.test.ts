@@ -14,7 +14,12 @@ import {
   snapshotBytes,
 } from "@oprc/raft-log";
 import { afterEach, describe, expect, it } from "vitest";
-import { mostCaughtUpVoter, RaftGroup, type StateMachine } from "./raft-group.js";
+import {
+  mostCaughtUpVoter,
+  type ProposalResult,
+  RaftGroup,
+  type StateMachine,
+} from "./raft-group.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -114,7 +119,11 @@ function holdingStore(): { storage: LogStore; held: (() => void)[]; hold(on: boo
 }
 
 /** A promise with a flag that tells whether it has resolved yet. */
-function tracked<T>(p: Promise<T>): { readonly promise: Promise<T>; done: boolean } {
+interface Tracked<T> {
+  readonly promise: Promise<T>;
+  done: boolean;
+}
+function tracked<T>(p: Promise<T>): Tracked<T> {
   const t = { promise: p, done: false };
   t.promise = p.then((r) => {
     t.done = true;
@@ -268,6 +277,21 @@ async function cluster(
   };
   for (let i = 0; i < 200 && c.leader() === undefined; i++) await c.tick(1);
   return c;
+}
+
+/**
+ * Proposes "a", then "b" while the (held) write of "a" is in flight, then lets that write
+ * end: the next Ready, writing "b", is handed out.
+ */
+async function proposeDuringWrite(
+  g: RaftGroup<number>,
+  store: ReturnType<typeof holdingStore>,
+): Promise<Record<"a" | "b", Tracked<ProposalResult<number>>>> {
+  const a = tracked(g.propose(enc.encode("a")));
+  await until(() => store.held.length === 1);
+  const b = tracked(g.propose(enc.encode("b")));
+  store.held[0]?.();
+  return { a, b };
 }
 
 describe("RaftGroup", () => {
@@ -778,10 +802,7 @@ describe("RaftGroup", () => {
     try {
       // "a" is being written; "b" comes meanwhile and goes into the next Ready, with "a"
       // committed. That Ready's write is held: "a" is applied and answered regardless.
-      const a = tracked(g.propose(enc.encode("a")));
-      await until(() => store.held.length === 1);
-      const b = tracked(g.propose(enc.encode("b")));
-      store.held[0]?.();
+      const { a, b } = await proposeDuringWrite(g, store);
       await until(() => store.held.length === 2 && a.done);
       expect(store.held.length).toBe(2);
       expect(a.done).toBe(true);
@@ -813,11 +834,8 @@ describe("RaftGroup", () => {
     c.hold(id, "app_resp");
     store.hold(true);
     try {
-      const a = tracked(leader.propose(enc.encode("a")));
-      await until(() => store.held.length === 1);
-      const b = tracked(leader.propose(enc.encode("b")));
       // "a" is durable on the leader; the Ready writing "b" is handed out and held.
-      store.held[0]?.();
+      const { a, b } = await proposeDuringWrite(leader, store);
       await until(() => store.held.length === 2);
       expect(a.done).toBe(false); // not committed: no follower answered
       // The answers commit "a" (and "b", not yet durable on the leader) while "b"'s write is
