@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
+  idlePercent,
+  machineCpu,
+  parseMachineCpu,
   parseProcStat,
   parseRunQueueUs,
   processCpuUs,
@@ -65,6 +68,29 @@ describe("parseRunQueueUs", () => {
   });
 });
 
+describe("parseMachineCpu", () => {
+  // A real /proc/stat head (two CPUs, guest columns 0), the aggregate line first.
+  const STAT =
+    "cpu  52391 120 20233 1203310 3012 0 711 95 0 0\ncpu0 26001 60 10100 601655 1500 0 355 47 0 0\n";
+
+  it("counts idle and iowait as idle, and every state but guest time in the total", () => {
+    expect(parseMachineCpu(STAT)).toEqual({
+      idle: 1203310 + 3012,
+      total: 52391 + 120 + 20233 + 1203310 + 3012 + 0 + 711 + 95,
+    });
+  });
+
+  it("rejects text without an aggregate cpu line", () => {
+    expect(() => parseMachineCpu("cpu0 1 2 3 4 5\n")).toThrow(/not a \/proc\/stat/);
+    expect(() => parseMachineCpu("cpu  1 2 x 4 5\n")).toThrow(/not a \/proc\/stat/);
+  });
+
+  it("gives the idle share between two samples", () => {
+    expect(idlePercent({ idle: 100, total: 1000 }, { idle: 130, total: 1200 })).toBe(15);
+    expect(Number.isNaN(idlePercent({ idle: 1, total: 5 }, { idle: 1, total: 5 }))).toBe(true);
+  });
+});
+
 describe("ticksToUs", () => {
   it("converts clock ticks to microseconds", () => {
     expect(ticksToUs(150, 100)).toBe(1_500_000);
@@ -78,6 +104,9 @@ describe("reading /proc (Linux)", () => {
     expect(processCpuUs(process.pid)).toBeGreaterThanOrEqual(0);
     expect(Number.isNaN(processCpuUs(2 ** 30))).toBe(true);
     expect(threadCpu(process.pid).get(process.pid)?.comm.length).toBeGreaterThan(0);
+    const m = machineCpu();
+    expect(m.total).toBeGreaterThan(0);
+    expect(m.idle).toBeLessThanOrEqual(m.total);
     expect(threadCpu(2 ** 30).size).toBe(0);
   });
 });

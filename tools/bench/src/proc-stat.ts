@@ -183,3 +183,50 @@ export function threadCpuDelta(
   }
   return [...byName.values()].sort((x, y) => y.userUs + y.systemUs - (x.userUs + x.systemUs));
 }
+
+/** The machine's CPU time so far, all CPUs, in clock ticks (the `cpu` line of /proc/stat). */
+export interface MachineCpu {
+  /** Ticks no CPU had work: idle and iowait (a CPU waiting for a disk had nothing to run). */
+  readonly idle: number;
+  /** Every tick counted, idle or not (guest time is already inside user and nice). */
+  readonly total: number;
+}
+
+/**
+ * Parses the aggregate `cpu` line of `/proc/stat`: user nice system idle iowait irq softirq
+ * steal (guest and guest_nice are part of user and nice, so they are not added again).
+ *
+ * @example
+ * parseMachineCpu("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 …"); // { idle: 850, total: 1000 }
+ */
+export function parseMachineCpu(text: string): MachineCpu {
+  const line = text.split("\n").find((l) => l.startsWith("cpu "));
+  const f = line?.trim().split(/\s+/).slice(1, 9).map(Number);
+  if (f === undefined || f.length < 5 || f.some((n) => !Number.isFinite(n))) {
+    throw new Error(`not a /proc/stat text: ${text.slice(0, 80)}`);
+  }
+  const [user, nice, system, idle, iowait, irq = 0, softirq = 0, steal = 0] = f as number[];
+  return {
+    idle: (idle as number) + (iowait as number),
+    total:
+      (user as number) +
+      (nice as number) +
+      (system as number) +
+      (idle as number) +
+      (iowait as number) +
+      irq +
+      softirq +
+      steal,
+  };
+}
+
+/** The machine's CPU time so far (see {@link MachineCpu}). */
+export function machineCpu(): MachineCpu {
+  return parseMachineCpu(readFileSync("/proc/stat", "latin1"));
+}
+
+/** Percentage of the machine's CPU time between two samples that was idle; NaN when none passed. */
+export function idlePercent(before: MachineCpu, after: MachineCpu): number {
+  const total = after.total - before.total;
+  return total > 0 ? (100 * (after.idle - before.idle)) / total : Number.NaN;
+}
