@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { create, create as createMessage, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { encodeEntryKey } from "@oprc/granular-key";
+import { encodeEntryKey, encodeMetadataKey } from "@oprc/granular-key";
 import {
   EntryRecordSchema,
   ObjectMetaRecordSchema,
@@ -24,9 +24,10 @@ import {
 } from "@oprc/grpc-api/messages";
 import { afterAll, test } from "vitest";
 import { countingEngine } from "../test/counting-engine.js";
+import { CHANGE_HEAD_KEY, changeKey } from "./change-log.js";
 import { decodeEntryRecord, encodeEntryRecord } from "./entry-record-codec.js";
 import { createEntryStore, type EntryStore } from "./entry-store.js";
-import type { KvEngine, KvShard } from "./kv.js";
+import type { KvEngine, KvShard, KvWriteOp } from "./kv.js";
 import { createMemoryEngine } from "./memory-engine.js";
 import { decodeMetaRecord, encodeMetaRecord } from "./meta-record-codec.js";
 import { encodeEntry } from "./records.js";
@@ -356,6 +357,83 @@ test("rocksdb: single-entry set throughput, sync and group commit", async ({ ben
   await ungroupedStore.close();
   await workerStore.close();
   void (rocksGrouped satisfies RocksEngine);
+});
+
+// What every replica of a Raft shard pays per committed operation (the cluster's lever: see
+// BENCHMARKS.md, "What holds the cluster back"): applyCommitted of 12 `set_entry`s on
+// objects spread over 10,000 ids, as the cluster benchmark writes them, with the change
+// log on; against one raw write of the records such a batch leaves (3 per operation, plus
+// the change head and the applied index), on the same RocksDB engine (write worker, group
+// commit, as odgm opens it).
+test("rocksdb: applying a replicated log, 12 set_entry per batch vs a raw write of its records", async ({
+  bench,
+}) => {
+  const BATCH = 12;
+  const OBJECTS = 10_000;
+  const store = await createEntryStore({
+    engine: rocksWorker,
+    shard: "apply/0",
+    sync: false,
+    changeLog: {},
+  });
+  const raw = await rocksWorker.openShard("apply/raw");
+  const v = value(7);
+  let index = 0;
+  const batch = () =>
+    Array.from({ length: BATCH }, () => {
+      index++;
+      const objectId = String(1 + ((index * 7919) % OBJECTS));
+      return {
+        index,
+        op: { kind: "set_entry" as const, objectId, key: "f0", value: v, timestampMs: index },
+      };
+    });
+  const records = (n: number): KvWriteOp[] => {
+    const out: KvWriteOp[] = [];
+    const put = (keyspace: "objects" | "system", key: Uint8Array, bytes: Uint8Array) =>
+      out.push({ type: "put", keyspace, key, value: bytes });
+    for (let i = 0; i < BATCH; i++) {
+      const id = String(1 + (((n + i) * 7919) % OBJECTS));
+      const version = BigInt(n + i);
+      put("objects", encodeEntryKey(id, { str: "f0" }), encodeEntry(v, version, version));
+      put(
+        "objects",
+        encodeMetadataKey(id),
+        encodeMetaRecord({
+          objectVersion: version,
+          tombstone: false,
+          entryCount: 1n,
+          createdAtMs: 1n,
+          updatedAtMs: version,
+          attributes: {},
+        }),
+      );
+      put("system", changeKey(version), new Uint8Array(40));
+    }
+    put("system", CHANGE_HEAD_KEY, new Uint8Array(8));
+    put("system", Uint8Array.of(0, 2), new Uint8Array(8)); // the applied index
+    return out;
+  };
+  // Every object exists and is cached, as under steady load.
+  for (let i = 0; i < OBJECTS / BATCH + 1; i++) await store.applyCommitted(batch());
+  let n = 0;
+  const RAW = `raw write of the records of ${BATCH} operations (baseline)`;
+  const APPLY = `applyCommitted of ${BATCH} set_entry operations`;
+  const r = await bench.compare(
+    bench(RAW, async () => {
+      n += BATCH;
+      await raw.write(records(n), { sync: false });
+    }),
+    bench(APPLY, async () => {
+      await store.applyCommitted(batch());
+    }),
+    options,
+  );
+  table(`rocksdb: applying a replicated log (${BATCH} operations per batch)`, [
+    [RAW, r.get(RAW).latency],
+    [APPLY, r.get(APPLY).latency],
+  ]);
+  await store.close();
 });
 
 test("rocksdb: a Raft log compaction's work on the shard, syncApplied vs exportState", async ({
