@@ -277,8 +277,8 @@ interface Sample {
   cpuUsPerWrite: number;
   /**
    * Share of the machine's CPU time (all cores) left idle in the window, %. A subject that
-   * leaves CPU idle while its clients wait is held back by something other than CPU: on this
-   * machine, one thread that cannot keep up (see `--threads`).
+   * leaves CPU idle while its clients wait is held back by waiting (disk syncs, a chain of
+   * stages, a thread that cannot keep up: see `--threads`), not by CPU alone.
    */
   idlePct: number;
 }
@@ -298,6 +298,7 @@ async function grpcLoad(o: {
   let cpuB = Number.NaN;
   let machineA: MachineCpu | undefined;
   let machineB: MachineCpu | undefined;
+  let windowUs = Number.NaN;
   const cpu = (): number => o.pids.reduce((s, pid) => s + processCpuUs(pid), 0);
   let threadsA: Map<number, ThreadCpu>[] = [];
   let threadsB: Map<number, ThreadCpu>[] = [];
@@ -318,12 +319,14 @@ async function grpcLoad(o: {
         if (l === "window-start") {
           cpuA = cpu();
           machineA = machineCpu();
+          windowUs = -performance.now() * 1000;
           threadsA = threads();
           if (o.maxRequests === undefined) stopPerf = startPerf(o.pids);
         } else if (l === "window-end") {
           stopPerf();
           cpuB = cpu();
           machineB = machineCpu();
+          windowUs += performance.now() * 1000;
           threadsB = threads();
         }
       },
@@ -345,8 +348,7 @@ async function grpcLoad(o: {
     userUs: number;
     systemUs: number;
     runQueueUs: number;
-  }) =>
-    ((100 * (t.userUs + t.systemUs + t.runQueueUs)) / (WINDOW_MS * 1000 * t.threads)).toFixed(0);
+  }) => ((100 * (t.userUs + t.systemUs + t.runQueueUs)) / (windowUs * t.threads)).toFixed(0);
   for (const [i, pid] of o.pids.entries()) {
     const a = threadsA[i];
     const b = threadsB[i];
