@@ -27,6 +27,7 @@ import {
   machineCpu,
   processCpuUs,
   type ThreadCpu,
+  type ThreadCpuRow,
   threadCpu,
   threadCpuDelta,
 } from "./proc-stat.js";
@@ -343,12 +344,8 @@ async function grpcLoad(o: {
     throw new Error(`the server counted ${c1 - c0} writes, grpc-load ${r.ok_total} successes`);
   }
   /** Running or waiting for a CPU, as a share of the window (per thread when several). */
-  const runnablePct = (t: {
-    threads: number;
-    userUs: number;
-    systemUs: number;
-    runQueueUs: number;
-  }) => ((100 * (t.userUs + t.systemUs + t.runQueueUs)) / (windowUs * t.threads)).toFixed(0);
+  const runnablePct = (t: ThreadCpuRow) =>
+    ((100 * (t.userUs + t.systemUs + t.runQueueUs)) / (windowUs * t.threads)).toFixed(0);
   for (const [i, pid] of o.pids.entries()) {
     const a = threadsA[i];
     const b = threadsB[i];

@@ -205,18 +205,10 @@ export function parseMachineCpu(text: string): MachineCpu {
   if (f === undefined || f.length < 5 || f.some((n) => !Number.isFinite(n))) {
     throw new Error(`not a /proc/stat text: ${text.slice(0, 80)}`);
   }
-  const [user, nice, system, idle, iowait, irq = 0, softirq = 0, steal = 0] = f as number[];
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
   return {
-    idle: (idle as number) + (iowait as number),
-    total:
-      (user as number) +
-      (nice as number) +
-      (system as number) +
-      (idle as number) +
-      (iowait as number) +
-      irq +
-      softirq +
-      steal,
+    idle: idle + iowait,
+    total: user + nice + system + idle + iowait + irq + softirq + steal,
   };
 }
 

@@ -20,7 +20,7 @@ import {
 } from "@oprc/raft-log";
 import type { CollectionRegistry } from "../collections/collection-registry.js";
 import { isOdgmError, OdgmError } from "../odgm-error.js";
-import type { StateMachine } from "./raft-group.js";
+import { membersOf, type StateMachine } from "./raft-group.js";
 
 /**
  * The members of a raft partition's group as of one of its configurations, as its leader
@@ -212,13 +212,7 @@ export async function openMetaStateMachine(
       return; // refused by the core as well: a no-op
     }
     if (added.length === 0) return;
-    const before = confAt(e.index - 1);
-    const members = new Set([
-      ...before.voters,
-      ...before.votersOutgoing,
-      ...before.learners,
-      ...before.learnersNext,
-    ]);
+    const members = membersOf(confAt(e.index - 1));
     for (const id of added) if (!members.has(id)) await recordIncarnation(id, undefined);
   };
   const saveApplied = (index: number) =>

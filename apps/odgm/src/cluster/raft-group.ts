@@ -179,6 +179,11 @@ export interface RaftGroupStatus extends RaftStatus {
 const readEpoch = randomBytes(6).toString("hex");
 let readSeq = 0;
 
+/** Every member of a membership: voters and learners, both sides of a joint configuration. */
+export function membersOf(c: ConfState): Set<number> {
+  return new Set([...c.voters, ...c.learners, ...c.votersOutgoing, ...c.learnersNext]);
+}
+
 /**
  * The voter other than the leader (`st`, a leader's status) that holds the most of its log
  * among those `accept` takes, or 0 when none: the one to hand leadership to.
@@ -450,8 +455,7 @@ export class RaftGroup<R> {
 
   /** The group's members but this node (voters, learners, both sides of a joint config). */
   private peers(): number[] {
-    const c = this.raft.status().confState;
-    const ids = new Set([...c.voters, ...c.learners, ...c.votersOutgoing, ...c.learnersNext]);
+    const ids = membersOf(this.raft.status().confState);
     ids.delete(this.o.nodeId);
     return [...ids];
   }
