@@ -252,6 +252,7 @@ export async function startOdgm(
       onCollection: async (spec) => {
         await late?.addCollection(spec);
       },
+      serving: (cls, partition) => late?.get(cls, partition) !== undefined,
       onReplicaRemoved: async (cls, partition) => {
         await late?.removeShard(cls, partition);
       },
@@ -358,6 +359,7 @@ export async function startOdgm(
       replicasElsewhere: (ref, forwardedBy) => clusterNode.replicasElsewhere(ref, forwardedBy),
       remote: (id) => clusterNode.dataPlaneOf(id),
       onForwarded: () => metrics.raftForwarded.inc({ kind: "request" }),
+      pending: (ref) => clusterNode.pending(ref),
     });
     /** Why storage refuses writes (the node is not ready until it restarts), if it does. */
     let storageFailure: string | undefined;

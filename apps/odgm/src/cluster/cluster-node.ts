@@ -106,6 +106,11 @@ export interface ClusterNodeOptions {
   readonly logger: Logger;
   /** Opens the local shards of a collection the metadata group just applied. */
   readonly onCollection: (spec: CreateCollectionRequest) => Promise<void>;
+  /**
+   * Whether the node serves the partition: its replica is open and the shard manager has it.
+   * Until then a partition placed here is "opening". Default: its group is open.
+   */
+  readonly serving?: (cls: string, partition: number) => boolean;
   /** Closes the local shard of a partition whose Raft group removed this node and removes its data. */
   readonly onReplicaRemoved?: (cls: string, partition: number) => Promise<void>;
   /** Observers for metrics. */
@@ -696,6 +701,10 @@ export class ClusterNode {
     });
     this.startCommit.set(id, storage.initialState().hardState.commit);
     this.groups.set(id, group as RaftGroup<unknown>);
+    // A group just bootstrapped here (a collection created now) has no leader to wait for:
+    // its first replica, the placement's primary, stands at once instead of after an
+    // election timeout, so the partition takes writes within a round trip of opening.
+    if (!reopened && bootstrapVoters?.[0] === this.nodeId) group.campaign();
     if (
       id !== META_GROUP &&
       !this.replayedUntil.has(id) &&
@@ -920,7 +929,7 @@ export class ClusterNode {
     for (const spec of this.o.registry.list()) {
       if (spec.shardType !== "raft") continue;
       for (let p = 0; p < spec.partitionCount; p++) {
-        if (this.openingOf(groupIdOf(spec.name, p), replicasOf(spec, p))) return false;
+        if (this.opening(spec.name, p)) return false;
       }
     }
     for (const [id, g] of this.groups) {
@@ -946,18 +955,39 @@ export class ClusterNode {
 
   /**
    * True when partition `partition` of raft collection `cls` is placed on this node (by the
-   * recorded replicas, else by the collection's placement) and its group is not open here
-   * yet: the collection was just created, or the node is starting.
+   * recorded replicas, else by the collection's placement) and not served here yet: the
+   * collection was just created, or the node is starting.
    */
   opening(cls: string, partition: number): boolean {
     const spec = this.o.registry.get(cls);
-    if (spec?.shardType !== "raft") return false;
-    return this.openingOf(groupIdOf(cls, partition), replicasOf(spec, partition));
+    if (spec?.shardType !== "raft" || partition >= spec.partitionCount) return false;
+    const id = groupIdOf(cls, partition);
+    if (this.o.serving?.(cls, partition) ?? this.groups.has(id)) return false;
+    return (this.recordedReplicas(id) ?? replicasOf(spec, partition)).includes(this.nodeId);
   }
 
-  private openingOf(id: string, placed: readonly number[]): boolean {
-    if (this.groups.has(id)) return false;
-    return (this.recordedReplicas(id) ?? placed).includes(this.nodeId);
+  /**
+   * When this node may not know yet what the cluster knows of `ref`'s partition, a promise
+   * that settles (bounded, never rejecting) once it does; otherwise `undefined`. The
+   * collection is unknown here — it may have been created through another node, so the
+   * metadata group is read (ReadIndex) to learn of it — or its partition is placed here and
+   * still opening. A request right after CreateCollection answered on another node then
+   * finds the collection, instead of NOT_FOUND or UNAVAILABLE.
+   */
+  pending(ref: PartitionRef): Promise<void> | undefined {
+    if (this.o.registry.get(ref.cls) !== undefined) return this.opened(ref);
+    if (this.closed || this.failure() !== undefined) return undefined;
+    return this.meta.readIndex(this.electionMs() * 5).then(
+      () => this.opened(ref),
+      () => undefined,
+    );
+  }
+
+  /** Waits (bounded) while `ref`'s partition is placed here and still opening. */
+  private opened(ref: PartitionRef): Promise<void> | undefined {
+    const opening = () => !this.closed && this.opening(ref.cls, ref.partition);
+    if (!opening()) return undefined;
+    return waitUntil(() => !opening(), this.electionMs() * 5, Math.min(20, this.o.config.tickMs));
   }
 
   /** Waits (bounded) for `group` to know a leader; resolves with it, or 0. */

@@ -181,4 +181,44 @@ describe("createPartitionRouter", () => {
     ]);
     expect(tried).toEqual([1, 2, 3]);
   });
+
+  it("routes a call only once the node has learned what it was waiting to learn of the partition", async () => {
+    // Until `pending` settles, the node does not know the partition (replicasElsewhere
+    // says "serve it here"); once it has, the partition is on node 2.
+    let learned = false;
+    let settle = () => {};
+    const learning = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    const tried: string[] = [];
+    const plane = (name: string) =>
+      ({
+        setEntry: async () => {
+          tried.push(name);
+        },
+        listEntries: async function* () {
+          tried.push(name);
+          yield name;
+        },
+      }) as unknown as RemoteDataPlane;
+    const router = createPartitionRouter({
+      local: plane("local") as unknown as DataPlane,
+      replicasElsewhere: () => (learned ? [2] : undefined),
+      remote: (id) => plane(`node ${id}`),
+      pending: () => (learned ? undefined : learning),
+    });
+    const write = router.setEntry(ref, entry, call());
+    const listed = (async () => {
+      const out: unknown[] = [];
+      for await (const e of router.listEntries(ref, {} as never, call())) out.push(e);
+      return out;
+    })();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(tried).toEqual([]);
+    learned = true;
+    settle();
+    await write;
+    expect(await listed).toEqual(["node 2"]);
+    expect(tried).toEqual(["node 2", "node 2"]);
+  });
 });

@@ -30,6 +30,12 @@ export interface PartitionRouterOptions {
   readonly remote: (nodeId: number) => RemoteDataPlane | undefined;
   /** Told of every forwarded call. */
   readonly onForwarded?: () => void;
+  /**
+   * When this node may not know yet what the cluster knows of `ref`'s partition (its
+   * collection was just created elsewhere, or its replica here is still opening), a promise
+   * that settles once it does or after a bound; the call is routed after it.
+   */
+  readonly pending?: (ref: PartitionRef) => Promise<void> | undefined;
 }
 
 /** A refused connection never carried the call: trying another replica is safe, even for a write. */
@@ -102,7 +108,7 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
   };
 
   /** Runs `fn` here, or on a replica elsewhere when this node holds none. */
-  const serve = <T>(
+  const route = <T>(
     ref: PartitionRef,
     call: DataPlaneCall,
     fn: (p: RemoteDataPlane) => Promise<T>,
@@ -110,11 +116,22 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
     const planes = targets(ref, call);
     return planes === undefined ? fn(local) : via(planes, call, fn);
   };
+  /** {@link route}, once this node knows of `ref`'s partition what the cluster knows. */
+  const serve = <T>(
+    ref: PartitionRef,
+    call: DataPlaneCall,
+    fn: (p: RemoteDataPlane) => Promise<T>,
+  ): Promise<T> => {
+    const settling = o.pending?.(ref);
+    return settling === undefined
+      ? route(ref, call, fn)
+      : settling.then(() => route(ref, call, fn));
+  };
   /**
    * A listing streams from the first replica that takes the connection. Once it has
    * streamed, a failure ends the listing (the caller resumes from its cursor).
    */
-  const list = <T>(
+  const routeList = <T>(
     ref: PartitionRef,
     call: DataPlaneCall,
     fn: (p: RemoteDataPlane) => AsyncIterable<T>,
@@ -138,6 +155,19 @@ export function createPartitionRouter(o: PartitionRouterOptions): DataPlane {
         }
       }
       throw unreachable(last);
+    })();
+  };
+  /** {@link routeList}, once this node knows of `ref`'s partition what the cluster knows. */
+  const list = <T>(
+    ref: PartitionRef,
+    call: DataPlaneCall,
+    fn: (p: RemoteDataPlane) => AsyncIterable<T>,
+  ): AsyncIterable<T> => {
+    const settling = o.pending?.(ref);
+    if (settling === undefined) return routeList(ref, call, fn);
+    return (async function* () {
+      await settling;
+      yield* routeList(ref, call, fn);
     })();
   };
 
