@@ -329,6 +329,25 @@ describe("RaftGroup", () => {
     expect(c.machines.get(id)?.items).toEqual(["a"]);
   });
 
+  it("asks again for a ReadIndex whose request was lost, and serves the read", async () => {
+    const c = await cluster([1, 2, 3]);
+    const leader = c.leader() as RaftGroup<number>;
+    await leader.propose(enc.encode("a"));
+    const id = [...c.groups.keys()].find((k) => !c.groups.get(k)?.isLeader) as number;
+    // The follower's request to its leader is lost (its link is down while it goes out).
+    c.cut.add(id);
+    let served = false;
+    const read = (c.groups.get(id) as RaftGroup<number>).readIndex(60_000).then(() => {
+      served = true;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    c.cut.delete(id);
+    for (let i = 0; i < 20 && !served; i++) await c.tick(1);
+    expect(served).toBe(true);
+    await read;
+    expect(c.machines.get(id)?.items).toEqual(["a"]);
+  });
+
   /** Three replicas compacting every 5 entries; one follower cut off while `n` are proposed. */
   async function withCutOff(n: number) {
     const c = await cluster([1, 2, 3], 5);

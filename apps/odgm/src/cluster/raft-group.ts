@@ -177,6 +177,14 @@ export interface RaftGroupStatus extends RaftStatus {
  * restart must not satisfy a new read that happens to reuse its sequence number.
  */
 const readEpoch = randomBytes(6).toString("hex");
+/**
+ * A ReadIndex request not answered after this many ticks is asked again, with the same
+ * context. The core sends it once, and a follower's request, the leader's heartbeats or its
+ * answer can be lost (a link reconnecting after a restart, a follower that knew no leader):
+ * without asking again such a read would wait out its whole timeout. (etcd asks again after
+ * 500 ms.) Whichever answer comes first serves the read.
+ */
+const READ_RETRY_TICKS = 5;
 let readSeq = 0;
 
 /** Every member of a membership: voters and learners, both sides of a joint configuration. */
@@ -247,7 +255,15 @@ export class RaftGroup<R> {
   /** The apply queue's tail: resolves once every batch handed to it is applied. */
   private applyQueue: Promise<void> = Promise.resolve();
   private applyBacklog = 0;
-  private readonly reads = new Map<string, { resolve(): void; reject(e: unknown): void }>();
+  /**
+   * ReadIndex requests waiting for their read state, by context; `ticks` counts the ticks
+   * since the request was last handed to the core, which asks again every
+   * {@link READ_RETRY_TICKS}.
+   */
+  private readonly reads = new Map<
+    string,
+    { resolve(): void; reject(e: unknown): void; ticks: number }
+  >();
   private snapshotsInstalled = 0;
   private snapshotsSent = 0;
   /** The term and vote last made durable (a Ready that changes either sends nothing early). */
@@ -406,6 +422,18 @@ export class RaftGroup<R> {
     }
     if (this.files.length > (this.built === undefined ? 0 : 1)) this.removeUnsentFiles();
     if (this.buildBackoff > 0) this.buildBackoff--;
+    let askedAgain = false;
+    for (const [ctx, r] of this.reads) {
+      if (++r.ticks < READ_RETRY_TICKS) continue;
+      r.ticks = 0;
+      askedAgain = true;
+      try {
+        this.raft.readIndex(new TextEncoder().encode(ctx));
+      } catch {
+        // Refused now: asked again on a later tick, until the read's timeout.
+      }
+    }
+    if (askedAgain) this.kick();
     if (this.quiescent) {
       // Woken by a silent node: a follower's leader (it elects a new one if need be), or one
       // of a leader's peers (heartbeating again, the leader sees it back, or it stays awake).
@@ -684,6 +712,7 @@ export class RaftGroup<R> {
         );
       }, timeoutMs);
       this.reads.set(ctx, {
+        ticks: 0,
         resolve: () => {
           clearTimeout(timer);
           resolve();
