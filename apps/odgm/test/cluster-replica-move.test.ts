@@ -157,6 +157,11 @@ describe("moving a replica", () => {
       return true;
     }, 15_000);
     expect(known, cluster.output(3).slice(-3000)).toBeGreaterThanOrEqual(0);
+    // Node 1 recorded it as it applied its removal; node 3 leads once node 1 has handed over
+    // (or, should that message be lost, after an election timeout). Killed before then, the
+    // group has no leader until node 3 notices, and writes are refused for a retry.
+    const leads = await waitFor(async () => (await group(3, "single/0"))?.leader === 3, 10_000);
+    expect(leads, cluster.output(3).slice(-3000)).toBeGreaterThanOrEqual(0);
     await cluster.stop(1, "SIGKILL");
     // Nodes 2 and 4 hold no replica; the placement says node 1, which is gone.
     await put(4, "two", "single");
