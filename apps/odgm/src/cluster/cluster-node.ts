@@ -701,10 +701,6 @@ export class ClusterNode {
     });
     this.startCommit.set(id, storage.initialState().hardState.commit);
     this.groups.set(id, group as RaftGroup<unknown>);
-    // A group just bootstrapped here (a collection created now) has no leader to wait for:
-    // its first replica, the placement's primary, stands at once instead of after an
-    // election timeout, so the partition takes writes within a round trip of opening.
-    if (!reopened && bootstrapVoters?.[0] === this.nodeId) group.campaign();
     if (
       id !== META_GROUP &&
       !this.replayedUntil.has(id) &&
