@@ -2,8 +2,9 @@
 // replicas, all of them led by node 1 (through the membership API), end up led two by each
 // node, without anyone moving them — node 1 hands them over (ODGM_RAFT_BALANCE_LEADERS, on
 // by default). Readiness: a node is not ready while a partition placed on it is still
-// opening after its collection was created.
-import { ConnectError } from "@connectrpc/connect";
+// opening after its collection was created. A leader whose leadership is moving (to a node
+// that cannot take it) holds writes and membership changes until the move is given up.
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "./fixtures/cluster.js";
 import {
@@ -11,6 +12,7 @@ import {
   collectionAdmin,
   createRaftCollection,
   dataClient,
+  leaderOf,
   postJson,
   waitFor,
 } from "./fixtures/cluster-probe.js";
@@ -39,6 +41,23 @@ const leaderships = async (): Promise<number[]> => {
   return c;
 };
 const handedOver = () => cluster.output(1).includes("balancing leadership");
+/** Writes `key` of `object` in partition `partition` of b through node `id`: "ok" or the error. */
+const write = (id: number, partition: number, object: string, key: string): Promise<string> =>
+  dataClient(cluster, id)
+    .setValue(
+      {
+        clsId: "b",
+        partitionId: partition,
+        objectIdStr: object,
+        keyStr: key,
+        value: { data: new TextEncoder().encode("v") },
+      },
+      { timeoutMs: 10_000 },
+    )
+    .then(
+      () => "ok",
+      (e: unknown) => `${Code[ConnectError.from(e).code]}: ${ConnectError.from(e).rawMessage}`,
+    );
 
 describe("leadership balancing", () => {
   it("spreads the groups one node leads over the others", { timeout: 120_000 }, async () => {
@@ -123,5 +142,78 @@ describe("leadership balancing", () => {
       })().catch((e: unknown) => ConnectError.from(e).rawMessage);
       expect(listed, `partition ${p}`).toEqual([]);
     }
+  });
+
+  it("applies every write forwarded by a follower while leadership moves between the others", {
+    timeout: 60_000,
+  }, async () => {
+    const group = "b/1";
+    await waitFor(async () => (await leaderOf(cluster, group)) !== 0, 30_000);
+    const first = await leaderOf(cluster, group);
+    expect(first).not.toBe(0);
+    const follower = first === 3 ? 2 : 3;
+    const second = [1, 2, 3].find((id) => id !== first && id !== follower) as number;
+    let stop = false;
+    const outcomes: string[] = [];
+    const writer = async (w: number) => {
+      for (let n = 0; !stop; n++) {
+        outcomes.push(await write(follower, 1, `hand-off-${w}`, `k${n}`));
+      }
+    };
+    const writers = Array.from({ length: 16 }, (_, w) => writer(w));
+    try {
+      // Leadership goes back and forth between the two nodes the writes do not go through;
+      // each hand-off is asked where the group leads at that moment.
+      for (let round = 0; round < 6; round++) {
+        const to = round % 2 === 0 ? second : first;
+        const from = round % 2 === 0 ? first : second;
+        await postJson(cluster, from, "/api/cluster/membership", {
+          group,
+          change: "transfer_leader",
+          nodeId: to,
+        });
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    } finally {
+      stop = true;
+      await Promise.all(writers);
+    }
+    expect(outcomes.length).toBeGreaterThan(50);
+    expect(outcomes.filter((o) => o !== "ok")).toEqual([]);
+  });
+
+  it("holds a write and a membership change on a leader whose leadership is moving, until the move is given up", {
+    timeout: 60_000,
+  }, async () => {
+    // Runs last: it stops a node and removes it from b/0.
+    const group = "b/0";
+    await waitFor(async () => (await leaderOf(cluster, group)) !== 0, 30_000);
+    const leader = await leaderOf(cluster, group);
+    expect(leader).not.toBe(0);
+    const target = [1, 2, 3].find((id) => id !== leader) as number;
+    await cluster.stop(target);
+    // The transfer to a stopped node cannot finish: the leader refuses new entries until it
+    // gives it up, one election timeout later (the admin call itself fails in the end).
+    const transfer = postJson(cluster, leader, "/api/cluster/membership", {
+      group,
+      change: "transfer_leader",
+      nodeId: target,
+    }).catch((e: unknown) => (e as Error).message);
+    await new Promise((r) => setTimeout(r, 100));
+    const removal = postJson(cluster, leader, "/api/cluster/membership", {
+      group,
+      change: "remove",
+      nodeId: target,
+    });
+    // Through the leader, and forwarded by the other live node.
+    const other = [1, 2, 3].find((id) => id !== leader && id !== target) as number;
+    const outcomes: string[] = [];
+    for (let n = 0, end = Date.now() + 1000; Date.now() < end; n++) {
+      outcomes.push(await write(n % 2 === 0 ? leader : other, 0, "moving", `k${n}`));
+    }
+    expect(outcomes.filter((o) => o !== "ok")).toEqual([]);
+    const removed = (await removal) as { groups: Record<string, { voters: number[] }> };
+    expect(removed.groups[group]?.voters).not.toContain(target);
+    await transfer;
   });
 });

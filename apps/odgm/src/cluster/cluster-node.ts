@@ -75,6 +75,7 @@ import { groupIdOf, parseGroupId, placeCollection, replicasOf } from "./placemen
 import {
   mostCaughtUpVoter,
   notLeader,
+  type ProposalResult,
   RaftGroup,
   type RaftGroupStatus,
   type StateMachine,
@@ -445,7 +446,8 @@ export class ClusterNode {
           `node ${this.nodeId} does not host group ${p.group}`,
         );
       }
-      const r = await g.propose(p.command);
+      const r = await this.proposeAsLeader(g, p.command);
+      if (r === undefined) throw notLeader(g.id, g.leader);
       return create(ProposeOutcomeSchema, {
         outcome: {
           case: "applied",
@@ -1015,18 +1017,47 @@ export class ClusterNode {
     const g = this.groups.get(groupId);
     if (g === undefined)
       throw new DataPlaneError("unavailable", `this node does not host group ${groupId}`);
-    const leader = g.isLeader ? this.nodeId : await this.leaderOf(g, this.electionMs() * 3);
-    if (leader === this.nodeId && g.isLeader) {
-      const r = await g.propose(command);
-      return { result: r.result, local: true, index: r.index };
+    for (let attempt = 0; ; attempt++) {
+      let leader = g.isLeader ? this.nodeId : await this.leaderOf(g, this.electionMs() * 3);
+      if (leader === this.nodeId && g.isLeader) {
+        const r = await this.proposeAsLeader(g, command);
+        if (r !== undefined) return { result: r.result, local: true, index: r.index };
+        leader = await this.leaderOf(g, this.electionMs() * 3);
+      }
+      if (leader === 0) {
+        throw new DataPlaneError("unavailable", `group ${groupId} has no leader right now; retry`);
+      }
+      const outcome = await this.forwardProposal(groupId, leader, command);
+      if (outcome.case === "applied") {
+        return {
+          result: JSON.parse(dec.decode(outcome.value.result)) as unknown,
+          local: false,
+          index: Number(outcome.value.index),
+        };
+      }
+      if (outcome.case === "refused") {
+        // Not the leader any more (it handed leadership on, say): the entry was not proposed,
+        // so it goes once more to wherever leadership went.
+        if (attempt === 0 && outcome.value.code === "not_leader") {
+          const moved = () => (g.leader !== leader && g.leader !== 0) || this.closed;
+          await waitUntil(moved, this.electionMs() * 2, Math.min(20, this.o.config.tickMs));
+          if (moved() && !this.closed) continue;
+        }
+        throw refusalError(outcome.value, leader);
+      }
+      throw new DataPlaneError("internal", `node ${leader} answered a proposal with no outcome`);
     }
-    if (leader === 0) {
-      throw new DataPlaneError("unavailable", `group ${groupId} has no leader right now; retry`);
-    }
+  }
+
+  /** Forwards `command` to `leader`, as its outcome; a failure to reach it as `not_leader`. */
+  private async forwardProposal(
+    groupId: string,
+    leader: number,
+    command: Uint8Array,
+  ): Promise<ProposeOutcome["outcome"]> {
     this.o.hooks?.onForwarded?.("propose");
-    let outcome: ProposeOutcome["outcome"];
     try {
-      outcome = (
+      return (
         await this.peerClient(leader).proposals.submit(
           create(ProposeRequestSchema, { group: groupId, command }),
         )
@@ -1059,15 +1090,36 @@ export class ClusterNode {
       }
       throw ce;
     }
-    if (outcome.case === "applied") {
-      return {
-        result: JSON.parse(dec.decode(outcome.value.result)) as unknown,
-        local: false,
-        index: Number(outcome.value.index),
-      };
+  }
+
+  /**
+   * Proposes `command` to `g`, which this node leads, and resolves with its result once
+   * applied here. While leadership is moving away (balancing, an admin's transfer, or this
+   * node's removal) the core refuses new entries, which are then not in the log: the
+   * proposal waits (bounded) for the move to land or be given up, and is proposed again if
+   * this node still leads; it resolves `undefined` when another node leads by then.
+   */
+  private async proposeAsLeader(
+    g: RaftGroup<unknown>,
+    command: Uint8Array,
+  ): Promise<ProposalResult<unknown> | undefined> {
+    try {
+      return await g.propose(command);
+    } catch (err) {
+      const moving = isRaftError(err) ? err.code : undefined;
+      if (moving !== "transfer_in_progress" && moving !== "proposal_dropped") {
+        throw toPlaneError(err);
+      }
+      const settled = () =>
+        !g.isLeader ||
+        this.closed ||
+        (moving === "transfer_in_progress" && g.status().leadTransferee === 0);
+      await waitUntil(settled, this.electionMs() * 2, Math.min(20, this.o.config.tickMs));
+      if (!g.isLeader) return undefined;
+      return g.propose(command).catch((e: unknown) => {
+        throw toPlaneError(e);
+      });
     }
-    if (outcome.case === "refused") throw refusalError(outcome.value, leader);
-    throw new DataPlaneError("internal", `node ${leader} answered a proposal with no outcome`);
   }
 
   /** Applies a mutation to a raft-collection partition hosted here (proposed through its leader). */
@@ -1213,48 +1265,61 @@ export class ClusterNode {
     nodeId: number,
   ): Promise<ConfState> {
     const local = this.groups.get(group);
-    if (local?.isLeader === true) return this.changeLocal(group, change, nodeId);
-    // Ask the leader (or, not knowing it, the group's replicas) until one leads.
+    // Ask the leader (or, not knowing it, the group's replicas) until one leads: this node
+    // first whenever it leads. A refusal for the moment (leadership moving, a change still
+    // pending, no leader yet) is asked again; a final one is the answer.
     const candidates = new Set<number>();
     if (local !== undefined && local.leader !== 0) candidates.add(local.leader);
     for (const r of this.replicaSets.get(group)?.voters ?? []) candidates.add(r);
     for (const r of this.placedReplicas(group)) candidates.add(r);
     for (const id of this.addresses.keys()) candidates.add(id);
+    candidates.delete(this.nodeId);
     const deadline = Date.now() + this.electionMs() * 10;
     let last: unknown;
     while (Date.now() < deadline) {
-      for (const id of candidates) {
-        if (id === this.nodeId) continue;
+      const leadsHere = this.groups.get(group)?.isLeader === true;
+      for (const id of leadsHere ? [this.nodeId, ...candidates] : candidates) {
         try {
-          const res = await this.peerClient(id).raft.changeMembership(
-            { group, change, nodeId: BigInt(nodeId) },
-            // A promotion may wait for its learner to catch up first.
-            {
-              timeoutMs:
-                this.electionMs() * 5 +
-                (change === ChangeMembershipRequest_Change.PROMOTE ? PROMOTE_WAIT_MS : 0),
-            },
-          );
-          const c = res.confState ?? create(RaftConfStateSchema);
-          const n = (xs: readonly bigint[]) => xs.map(Number);
-          return {
-            voters: n(c.voters),
-            learners: n(c.learners),
-            votersOutgoing: n(c.votersOutgoing),
-            learnersNext: n(c.learnersNext),
-            autoLeave: c.autoLeave,
-          };
+          return id === this.nodeId
+            ? await this.changeLocal(group, change, nodeId)
+            : await this.changeRemote(id, group, change, nodeId);
         } catch (err) {
-          last = fromRemoteError(err);
+          last = id === this.nodeId ? toPlaneError(err) : fromRemoteError(err);
           if (isDataPlaneError(last) && FINAL_REFUSALS.has(last.code)) throw last;
         }
       }
-      if (this.groups.get(group)?.isLeader === true) return this.changeLocal(group, change, nodeId);
       await new Promise((r) => setTimeout(r, this.o.config.tickMs * 2));
     }
     throw toPlaneError(
       last ?? new DataPlaneError("unavailable", `no leader of group ${group} answered`),
     );
+  }
+
+  /** Asks node `id` to change the membership of `group`, which it leads. */
+  private async changeRemote(
+    id: number,
+    group: string,
+    change: ChangeMembershipRequest_Change,
+    nodeId: number,
+  ): Promise<ConfState> {
+    const res = await this.peerClient(id).raft.changeMembership(
+      { group, change, nodeId: BigInt(nodeId) },
+      // A promotion may wait for its learner to catch up first.
+      {
+        timeoutMs:
+          this.electionMs() * 5 +
+          (change === ChangeMembershipRequest_Change.PROMOTE ? PROMOTE_WAIT_MS : 0),
+      },
+    );
+    const c = res.confState ?? create(RaftConfStateSchema);
+    const n = (xs: readonly bigint[]) => xs.map(Number);
+    return {
+      voters: n(c.voters),
+      learners: n(c.learners),
+      votersOutgoing: n(c.votersOutgoing),
+      learnersNext: n(c.learnersNext),
+      autoLeave: c.autoLeave,
+    };
   }
 
   /** Changes the membership of a group this node leads; resolves with the new membership. */
