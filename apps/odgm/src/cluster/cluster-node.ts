@@ -959,8 +959,11 @@ export class ClusterNode {
   opening(cls: string, partition: number): boolean {
     const spec = this.o.registry.get(cls);
     if (spec?.shardType !== "raft" || partition >= spec.partitionCount) return false;
+    // Served is the common case, asked on every routed request: before building the id.
+    const served = this.o.serving?.(cls, partition);
+    if (served === true) return false;
     const id = groupIdOf(cls, partition);
-    if (this.o.serving?.(cls, partition) ?? this.groups.has(id)) return false;
+    if (served === undefined && this.groups.has(id)) return false;
     return (this.recordedReplicas(id) ?? replicasOf(spec, partition)).includes(this.nodeId);
   }
 
