@@ -58,6 +58,8 @@ describe("the shard manager", () => {
     const served = () => [0, 1, 2, 3].map((p) => manager.get("r", p) !== undefined);
     for (let i = 0; i < 500 && !served()[1]; i++) await new Promise((r) => setTimeout(r, 10));
     expect(served()).toEqual([true, true, false, false]);
+    // Listed (so compacted, counted and closed on shutdown) as soon as served.
+    expect(manager.all().map((s) => s.partition)).toEqual([0, 1]);
     release();
     await adding;
     expect(served()).toEqual([true, true, true, true]);

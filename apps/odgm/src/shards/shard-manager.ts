@@ -104,7 +104,7 @@ export interface ShardManager {
   get(cls: string, partition: number): Shard | undefined;
   /** Whether the node serves collection `cls`. */
   hasCollection(cls: string): boolean;
-  /** Every shard, in creation order. */
+  /** Every shard, in the order they opened (a raft collection's by partition). */
   all(): readonly Shard[];
   /** Opens the shards of a collection this node holds and has not opened yet (idempotent). */
   addCollection(spec: CreateCollectionRequest): Promise<void>;
@@ -317,8 +317,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
         // open one at a time. Each partition is served as soon as it is open, not once
         // the whole collection is (at a node's restart, 1,024 raft partitions take seconds).
         // Whatever opened is registered (and closed on shutdown) even when another
-        // partition failed; `order` lists them by partition.
-        const opened = new Map<number, Shard | undefined>();
+        // partition failed.
         let failure: { err: unknown } | undefined;
         let next = 0;
         const worker = async (): Promise<void> => {
@@ -326,8 +325,8 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
             const partition = todo[next++] as number;
             try {
               const shard = await open(partition);
-              opened.set(partition, shard);
               list[partition] = shard;
+              if (shard !== undefined) order.push(shard);
             } catch (err) {
               failure ??= { err };
             }
@@ -335,10 +334,6 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
         };
         const width = raft ? 1 : Math.min(OPEN_CONCURRENCY, todo.length);
         await Promise.all(Array.from({ length: width }, worker));
-        for (const partition of todo) {
-          const shard = opened.get(partition);
-          if (shard !== undefined) order.push(shard);
-        }
         if (failure !== undefined) throw failure.err;
       }),
     removeShard: (cls, partition) =>
