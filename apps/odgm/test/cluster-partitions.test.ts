@@ -41,6 +41,13 @@ const leaderships = async (): Promise<number[]> => {
   return c;
 };
 const handedOver = () => cluster.output(1).includes("balancing leadership");
+/** The leader of `group` once one is known (the test fails if none is within 30 s). */
+const currentLeader = async (group: string): Promise<number> => {
+  await waitFor(async () => (await leaderOf(cluster, group)) !== 0, 30_000);
+  const leader = await leaderOf(cluster, group);
+  expect(leader).not.toBe(0);
+  return leader;
+};
 /** Writes `key` of `object` in partition `partition` of b through node `id`: "ok" or the error. */
 const write = (id: number, partition: number, object: string, key: string): Promise<string> =>
   dataClient(cluster, id)
@@ -148,9 +155,7 @@ describe("leadership balancing", () => {
     timeout: 60_000,
   }, async () => {
     const group = "b/1";
-    await waitFor(async () => (await leaderOf(cluster, group)) !== 0, 30_000);
-    const first = await leaderOf(cluster, group);
-    expect(first).not.toBe(0);
+    const first = await currentLeader(group);
     const follower = first === 3 ? 2 : 3;
     const second = [1, 2, 3].find((id) => id !== first && id !== follower) as number;
     let stop = false;
@@ -187,9 +192,7 @@ describe("leadership balancing", () => {
   }, async () => {
     // Runs last: it stops a node and removes it from b/0.
     const group = "b/0";
-    await waitFor(async () => (await leaderOf(cluster, group)) !== 0, 30_000);
-    const leader = await leaderOf(cluster, group);
-    expect(leader).not.toBe(0);
+    const leader = await currentLeader(group);
     const target = [1, 2, 3].find((id) => id !== leader) as number;
     await cluster.stop(target);
     // The transfer to a stopped node cannot finish: the leader refuses new entries until it

@@ -308,8 +308,8 @@ describe("a three-node cluster", () => {
   it("a raft collection created through one node takes writes at once through every node", async () => {
     // No waiting in between: a node that has not applied the creation yet learns it from
     // the metadata group, and one whose replica is still opening waits for it to open.
-    // (Last: leadership balancing spreads the new groups' leaders over the nodes, and moving
-    // the leadership of the groups the tests above use refuses their writes for a retry.)
+    // (Last: the groups it adds change what the tests above count, and leadership balancing
+    // spreads their leaders over the nodes.)
     // One replica, then three, placed (primary first) on a node the call did not go to.
     for (let i = 0; i < 6; i++) {
       const name = `fresh-raft-${i}`;

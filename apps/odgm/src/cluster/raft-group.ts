@@ -185,6 +185,7 @@ const readEpoch = randomBytes(6).toString("hex");
  * 500 ms.) Whichever answer comes first serves the read.
  */
 const READ_RETRY_TICKS = 5;
+const enc = new TextEncoder();
 let readSeq = 0;
 
 /** Every member of a membership: voters and learners, both sides of a joint configuration. */
@@ -428,7 +429,7 @@ export class RaftGroup<R> {
       r.ticks = 0;
       askedAgain = true;
       try {
-        this.raft.readIndex(new TextEncoder().encode(ctx));
+        this.raft.readIndex(enc.encode(ctx));
       } catch {
         // Refused now: asked again on a later tick, until the read's timeout.
       }
@@ -697,7 +698,7 @@ export class RaftGroup<R> {
     const ctx = `${this.o.nodeId}:${readEpoch}:${++readSeq}`;
     this.wake();
     try {
-      this.raft.readIndex(new TextEncoder().encode(ctx));
+      this.raft.readIndex(enc.encode(ctx));
     } catch (err) {
       return Promise.reject(err);
     }
