@@ -346,6 +346,25 @@ describe("change records", () => {
     );
     expect(() => decodeChangeRecord(Uint8Array.of(1, 2), new Uint8Array())).toThrow(/0x01/);
   });
+
+  it("keys a record by 0x01 and its revision as a big-endian u64, in revision order", () => {
+    const u64 = fc.oneof(
+      fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+      fc.bigInt({ min: 0n, max: 2n ** 53n + 2n }),
+      fc.constantFrom(0n, 255n, 256n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n - 1n, 2n ** 53n),
+    );
+    fc.assert(
+      fc.property(u64, u64, (a, b) => {
+        const key = changeKey(a);
+        const view = new DataView(key.buffer, key.byteOffset, key.byteLength);
+        expect(key.length).toBe(9);
+        expect(key[0]).toBe(0x01);
+        expect(view.getBigUint64(1, false)).toBe(a);
+        expect(Math.sign(Buffer.compare(key, changeKey(b)))).toBe(a < b ? -1 : a > b ? 1 : 0);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
 
 describe("RecentChanges", () => {

@@ -9,10 +9,17 @@ const u64 = fc.oneof(
   fc.bigInt({ min: 0n, max: 2n ** 50n }),
   fc.constantFrom(0n, 1n, 127n, 128n, 1763800000000n),
 );
+/** Strings of every kind the fast path treats differently: ASCII, any UTF-16 (lone surrogates too). */
+const text = (maxLength: number) =>
+  fc.oneof(
+    fc.string({ maxLength }),
+    fc.string({ maxLength, unit: "binary" }),
+    fc.constantFrom("", "42", "ключ", "\u007f", "\u0080", "\ud800", "a\udfff", "😀"),
+  );
 const u32 = fc.oneof(fc.constantFrom(0, 1, 127, 128), fc.nat({ max: 2 ** 32 - 1 }));
 const keyChange = fc.record(
   {
-    key: fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom("", "42", "ключ")),
+    key: text(8),
     numeric: fc.boolean(),
     action: fc.constantFrom(0, 1, 2, 3),
     value: fc.record({ data: fc.uint8Array({ maxLength: 200 }), type: fc.constantFrom(0, 1) }),
@@ -22,7 +29,7 @@ const keyChange = fc.record(
 const record = fc.record(
   {
     revision: u64,
-    objectIdStr: fc.string({ maxLength: 24 }),
+    objectIdStr: text(24),
     objectId: u64,
     versionBefore: u64,
     versionAfter: u64,

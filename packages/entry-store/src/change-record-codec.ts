@@ -4,9 +4,7 @@
 // Property-tested in change-record-codec.test.ts.
 import { toBinary } from "@bufbuild/protobuf";
 import { type ChangeRecord, ChangeRecordSchema } from "@oprc/grpc-api/messages";
-import { FAST_MAX, varintSize, writeVarint } from "./proto-fast.js";
-
-const utf8 = new TextEncoder();
+import { FAST_MAX, utf8Of, varintSize, writeUtf8, writeVarint } from "./proto-fast.js";
 
 const FAST_MAX_BIG = BigInt(FAST_MAX);
 
@@ -44,8 +42,8 @@ export function encodeChangeRecord(record: ChangeRecord): Uint8Array {
     return toBinary(ChangeRecordSchema, record);
   }
   // Sizes first (protobuf-es writes fields in field-number order, skipping zero values).
-  const id = utf8.encode(record.objectIdStr);
-  const changes: { key: Uint8Array; body: number; value: number }[] = [];
+  const id = utf8Of(record.objectIdStr);
+  const changes: { key: string | Uint8Array; body: number; value: number }[] = [];
   let size = 0;
   if (revision !== 0) size += 1 + varintSize(revision);
   if (id.length > 0) size += delimited(id.length);
@@ -57,7 +55,7 @@ export function encodeChangeRecord(record: ChangeRecord): Uint8Array {
     if ((c as { $unknown?: unknown }).$unknown !== undefined || !enumValue(c.action)) {
       return toBinary(ChangeRecordSchema, record);
     }
-    const key = utf8.encode(c.key);
+    const key = utf8Of(c.key);
     let body = 0;
     if (key.length > 0) body += delimited(key.length);
     if (c.numeric) body += 2;
@@ -91,17 +89,22 @@ export function encodeChangeRecord(record: ChangeRecord): Uint8Array {
     out.set(bytes, pos);
     pos += bytes.length;
   };
+  const stringField = (field: number, text: string | Uint8Array): void => {
+    out[pos++] = (field << 3) | 2;
+    pos = writeVarint(out, pos, text.length);
+    pos = writeUtf8(out, pos, text);
+  };
   if (revision !== 0) varintField(1, revision);
-  if (id.length > 0) bytesField(2, id);
+  if (id.length > 0) stringField(2, id);
   if (objectId !== undefined) varintField(3, objectId);
   if (before !== 0) varintField(4, before);
   if (after !== 0) varintField(5, after);
   if (timestamp !== 0) varintField(6, timestamp);
   record.changes.forEach((c, i) => {
-    const sized = changes[i] as { key: Uint8Array; body: number; value: number };
+    const sized = changes[i] as (typeof changes)[number];
     out[pos++] = (7 << 3) | 2;
     pos = writeVarint(out, pos, sized.body);
-    if (sized.key.length > 0) bytesField(1, sized.key);
+    if (sized.key.length > 0) stringField(1, sized.key);
     if (c.numeric) varintField(2, 1);
     if (c.action !== 0) varintField(3, c.action);
     if (c.value !== undefined) {

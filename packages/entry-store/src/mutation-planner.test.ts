@@ -681,6 +681,14 @@ describe("properties", () => {
                     : live;
           expect(plan.result.wrote).toBe(wrote);
           expect(plan.result.versionAfter).toBe(plan.result.wrote ? version + 1n : version);
+          // The planner builds metadata as a literal: it must be the message create() builds.
+          if (plan.next.meta !== undefined) {
+            const { $typeName: _, ...fields } = plan.next.meta;
+            expect(plan.next.meta).toStrictEqual(create(ObjectMetaRecordSchema, fields));
+            expect(Object.keys(plan.next.meta)).toEqual(
+              Object.keys(create(ObjectMetaRecordSchema, fields)),
+            );
+          }
           version = plan.result.versionAfter;
           liveCount += plan.liveDelta;
           state = fold(state, plan);

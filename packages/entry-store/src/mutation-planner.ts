@@ -3,14 +3,13 @@
 // time is the operation's own `timestampMs`, so every replica of a Raft shard that applies
 // the same operation to the same state writes the same bytes (seed 003 §6). CAS, version
 // rules, tombstones, revival and legacy-blob conversion live here and nowhere else.
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { encodeEventConfigKey, encodeLegacyKey, encodeMetadataKey } from "@oprc/granular-key";
 import {
   type ObjData,
   type ObjectEvent,
   ObjectEventSchema,
   type ObjectMetaRecord,
-  ObjectMetaRecordSchema,
   ValType,
 } from "@oprc/grpc-api/messages";
 import { isCanonicalU64 } from "@oprc/oprc-id";
@@ -369,8 +368,20 @@ function nowOf(op: StoreOp): bigint {
   return BigInt(Math.max(0, Math.floor(t)));
 }
 
+/**
+ * A metadata record of every field given: the literal `create(ObjectMetaRecordSchema, …)`
+ * builds (it walks the schema for each message, on every replica for every mutation).
+ */
 function metaRecord(fields: Omit<ObjectMetaRecord, "$typeName" | "$unknown">): ObjectMetaRecord {
-  return create(ObjectMetaRecordSchema, fields);
+  return {
+    $typeName: "oprc.ObjectMetaRecord",
+    objectVersion: fields.objectVersion,
+    tombstone: fields.tombstone,
+    entryCount: fields.entryCount,
+    createdAtMs: fields.createdAtMs,
+    updatedAtMs: fields.updatedAtMs,
+    attributes: fields.attributes,
+  };
 }
 
 /**
@@ -502,18 +513,17 @@ export function planMutation(op: StoreOp, state: ObjectState, env: PlanEnv): Mut
       attributes: { ...state.meta?.attributes },
     });
     writes.push({ type: "put", keyspace: "objects", key: metaKey, value: encodeMeta(meta) });
-    const eventKey = encodeEventConfigKey(id);
     if (eventAfter !== undefined) {
       if (intent.event !== undefined || before.blob !== undefined) {
         writes.push({
           type: "put",
           keyspace: "objects",
-          key: eventKey,
+          key: encodeEventConfigKey(id),
           value: intent.event?.bytes ?? encodeEvent(eventAfter),
         });
       }
     } else if (before.event !== undefined && before.blob === undefined) {
-      writes.push({ type: "del", keyspace: "objects", key: eventKey });
+      writes.push({ type: "del", keyspace: "objects", key: encodeEventConfigKey(id) });
     }
     next = { meta, event: eventAfter, blob: before.blob === undefined ? state.blob : null };
     if (dual) {

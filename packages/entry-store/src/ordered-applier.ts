@@ -131,9 +131,12 @@ export class OrderedApplier {
   private durableRevision: bigint;
   private inflight = 0;
   private idle: (() => void) | undefined;
+  /** The plan environment without a CRDT merge: what nearly every plan runs with. */
+  private readonly plainEnv: PlanEnv;
 
   constructor(private readonly options: OrderedApplierOptions) {
     this.cache = new ObjectStateCache(options.cacheSize);
+    this.plainEnv = { ...options.env, crdt: undefined };
     this.plannedLive = options.liveObjects;
     this.durableLive = options.liveObjects;
     this.plannedRevision = options.changeLog?.head ?? 0n;
@@ -148,6 +151,11 @@ export class OrderedApplier {
   /** Live objects of the shard, counting durable mutations only. */
   get liveObjects(): bigint {
     return this.durableLive;
+  }
+
+  /** The plan environment with `crdt` (one object for every plan without it). */
+  private envWith(crdt: CrdtMerge | undefined): PlanEnv {
+    return crdt === undefined ? this.plainEnv : { ...this.options.env, crdt };
   }
 
   /** Applies one mutation; resolves once it is durable (or needs no write). */
@@ -226,7 +234,7 @@ export class OrderedApplier {
   ): { outcome: Promise<Applied> } {
     let plan: MutationPlan;
     try {
-      plan = planMutation(op, state, { ...this.options.env, crdt });
+      plan = planMutation(op, state, this.envWith(crdt));
     } catch (err) {
       // A failed check (CAS) read planned state: answer once that state is durable.
       return { outcome: this.afterDurable(entry, () => Promise.reject(StoreError.from(err))) };
@@ -274,7 +282,7 @@ export class OrderedApplier {
     ): Committed | StoreError => {
       let plan: MutationPlan;
       try {
-        plan = planMutation(op, state, { ...this.options.env, crdt });
+        plan = planMutation(op, state, this.envWith(crdt));
       } catch (err) {
         const e = StoreError.from(err);
         if (e.code === "version_mismatch" || e.code === "invalid_argument") return e;
@@ -540,11 +548,12 @@ export class OrderedApplier {
     recorded?: PendingWrite,
   ): Promise<void> {
     const writes: KvWriteOp[] = [];
-    let liveAfter = this.plannedLive;
+    let liveDelta = 0;
     for (const { plan } of items) {
       for (const w of plan.writes) writes.push(w);
-      liveAfter += BigInt(plan.liveDelta);
+      liveDelta += plan.liveDelta;
     }
+    const liveAfter = liveDelta === 0 ? this.plannedLive : this.plannedLive + BigInt(liveDelta);
     const withCounter = liveAfter !== this.plannedLive || this.counterDirty;
     if (withCounter) {
       writes.push({

@@ -23,6 +23,30 @@ export function writeVarint(out: Uint8Array, pos: number, n: number): number {
   return pos;
 }
 
+const utf8 = new TextEncoder();
+
+/**
+ * A string as the fast encoders write it: the string itself when it is ASCII (its length is
+ * then its UTF-8 length, and {@link writeUtf8} copies it byte by byte), else its UTF-8
+ * bytes (as protobuf-es writes them: a lone surrogate becomes U+FFFD). Short ASCII strings
+ * (ids, entry keys) are the usual case, and `TextEncoder.encode` costs several times more
+ * than the loop for them.
+ */
+export function utf8Of(s: string): string | Uint8Array {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return utf8.encode(s);
+  return s;
+}
+
+/** Writes what {@link utf8Of} returned at `pos`; returns the new position. */
+export function writeUtf8(out: Uint8Array, pos: number, text: string | Uint8Array): number {
+  if (typeof text !== "string") {
+    out.set(text, pos);
+    return pos + text.length;
+  }
+  for (let i = 0; i < text.length; i++) out[pos++] = text.charCodeAt(i);
+  return pos;
+}
+
 /** Largest value the fast readers accept (7 varint bytes). */
 export const FAST_MAX: number = 2 ** 49;
 

@@ -41,3 +41,41 @@ describe("varints", () => {
     expect(new ByteReader(bytes).string()).toBe("\uFEFFx");
   });
 });
+
+describe("strings", () => {
+  const utf8 = new TextEncoder();
+  const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+  // Every path: short and long (past the ASCII fast paths' 64), ASCII and not, lone surrogates.
+  const text = fc.oneof(
+    fc.string({ maxLength: 100 }),
+    fc.string({ unit: "binary", maxLength: 100 }),
+    fc.constantFrom("a".repeat(64), "a".repeat(65), `${"a".repeat(63)}\u0080`, "\u007f", "\u0080"),
+  );
+
+  it("write UTF-8 behind a varint length, read back the same string, refuse lone surrogates", () => {
+    fc.assert(
+      fc.property(text, (s) => {
+        if (lone.test(s)) {
+          expect(() => new ByteWriter().string(s)).toThrow(/lone surrogate/);
+          return;
+        }
+        const bytes = new ByteWriter().string(s).finish();
+        const body = utf8.encode(s);
+        expect(bytes).toEqual(
+          new Uint8Array([...new ByteWriter().varint(body.length).finish(), ...body]),
+        );
+        const r = new ByteReader(bytes);
+        expect(r.string()).toBe(s);
+        r.end();
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("refuse bytes that are not well-formed UTF-8, short or long", () => {
+    for (const body of [[0x80], [0x61, 0xc3], [...new Array(70).fill(0x61), 0xff]]) {
+      const bytes = new ByteWriter().bytes(Uint8Array.from(body)).finish();
+      expect(() => new ByteReader(bytes).string()).toThrow(/well-formed/);
+    }
+  });
+});

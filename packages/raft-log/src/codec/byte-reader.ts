@@ -1,4 +1,5 @@
 import { RaftError } from "../core/raft-error.js";
+import { SHORT_STRING } from "./byte-writer.js";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -123,7 +124,27 @@ export class ByteReader {
   /** Varint length, then UTF-8. @throws RaftError `invalid_utf8` and the above. */
   string(): string {
     const start = this.pos;
-    const b = this.bytes();
+    const n = this.varint();
+    if (n <= SHORT_STRING && n <= this.remaining) {
+      // Short ASCII (the usual id or key) is always well-formed: decoded in place, without
+      // TextDecoder and a view, which cost several times more for it.
+      const input = this.input;
+      const from = this.pos;
+      let s = "";
+      for (let i = from; i < from + n; i++) {
+        const c = input[i] as number;
+        if (c >= 0x80) {
+          s = "";
+          break;
+        }
+        s += String.fromCharCode(c);
+      }
+      if (s.length === n) {
+        this.pos = from + n;
+        return s;
+      }
+    }
+    const b = this.raw(n);
     try {
       return utf8.decode(b);
     } catch (cause) {

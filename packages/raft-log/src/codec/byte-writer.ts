@@ -16,6 +16,15 @@ export function encodeUtf8(value: string): Uint8Array {
   return utf8.encode(value);
 }
 
+/** Strings up to this long take the ASCII fast paths of the writer and the reader. */
+export const SHORT_STRING = 64;
+
+/** Every UTF-16 unit of `value` is below 0x80. */
+function isAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) >= 0x80) return false;
+  return true;
+}
+
 /** Append-only byte buffer with the primitive encodings of the log-entry format. */
 export class ByteWriter {
   private buf: Uint8Array = new Uint8Array(64);
@@ -91,6 +100,16 @@ export class ByteWriter {
 
   /** Varint length, then the UTF-8 bytes. @throws RaftError `invalid_utf8` */
   string(value: string): this {
+    const n = value.length;
+    if (n <= SHORT_STRING && isAscii(value)) {
+      // Ids and keys are mostly short ASCII: written in place, without TextEncoder (which
+      // costs several times more for them) and the lone-surrogate check (ASCII has none).
+      this.varint(n);
+      this.reserve(n);
+      for (let i = 0; i < n; i++) this.buf[this.len + i] = value.charCodeAt(i);
+      this.len += n;
+      return this;
+    }
     return this.bytes(encodeUtf8(value));
   }
 

@@ -1,7 +1,7 @@
 import { isCanonicalU32, isCanonicalU64 } from "@oprc/oprc-id";
 import { RaftError } from "../core/raft-error.js";
 import { ByteReader } from "./byte-reader.js";
-import { ByteWriter, encodeUtf8 } from "./byte-writer.js";
+import { ByteWriter } from "./byte-writer.js";
 import type { ObjectMutationBase, OdgmOp, ValData } from "./odgm-op.js";
 
 /** Format version written in the first byte of every encoded operation. */
@@ -136,7 +136,7 @@ function writeBase(w: ByteWriter, op: ObjectMutationBase): void {
   w.string(op.cls);
   w.varint(op.partition);
   w.u8(isCanonicalU64(op.objectId) ? VARIANT_NUMERIC : VARIANT_STRING);
-  w.bytes(encodeUtf8(op.objectId));
+  w.string(op.objectId);
   w.varint(op.timestampMs);
 }
 
