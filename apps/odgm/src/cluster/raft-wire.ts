@@ -268,8 +268,10 @@ function copy(b: Uint8Array): Uint8Array {
   return new Uint8Array(b);
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 function num(v: bigint, what: string): number {
-  if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new RaftWireError(`${what} ${v} is out of range`);
+  if (v > MAX_SAFE) throw new RaftWireError(`${what} ${v} is out of range`);
   return Number(v);
 }
 function nodeId(v: bigint, what: string): number {

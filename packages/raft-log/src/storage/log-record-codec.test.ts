@@ -28,6 +28,25 @@ describe("log record codec", () => {
     expect(entryKeyIndex(entryKey(p, 2 ** 40 + 7))).toBe(2 ** 40 + 7);
   });
 
+  it("keys every safe index as its big-endian u64, read back exactly", () => {
+    const p = groupPrefix("g");
+    const index = fc.oneof(
+      fc.maxSafeNat(),
+      fc.nat(),
+      fc.constantFrom(0, 255, 256, 2 ** 32 - 1, 2 ** 32, 2 ** 53 - 1),
+    );
+    fc.assert(
+      fc.property(index, (i) => {
+        const key = entryKey(p, i);
+        expect(key.subarray(0, p.length + 1)).toEqual(recordKey(p, RecordType.entry));
+        const be = new DataView(key.buffer, key.byteOffset + p.length + 1, 8);
+        expect(be.getBigUint64(0)).toBe(BigInt(i));
+        expect(entryKeyIndex(key)).toBe(i);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it("sorts entry keys by index", () => {
     const p = groupPrefix("x");
     const keys = [1, 255, 256, 70000, 2 ** 33].map((i) => hex(entryKey(p, i)));

@@ -49,19 +49,33 @@ export function recordKey(prefix: Uint8Array, type: number): Uint8Array {
   return k;
 }
 
-/** Key of the entry at `index` of a group. */
+/**
+ * Key of the entry at `index` (a safe integer) of a group. The index's eight big-endian
+ * bytes are written from two 32-bit halves: a DataView's `setBigUint64` cost most of the
+ * key (one per entry, on every replica).
+ */
 export function entryKey(prefix: Uint8Array, index: number): Uint8Array {
-  const k = new Uint8Array(prefix.length + 9);
+  const at = prefix.length;
+  const k = new Uint8Array(at + 9);
   k.set(prefix);
-  k[prefix.length] = RecordType.entry;
-  new DataView(k.buffer).setBigUint64(prefix.length + 1, BigInt(index));
+  k[at] = RecordType.entry;
+  const hi = Math.floor(index / 0x1_0000_0000);
+  const lo = index >>> 0;
+  k[at + 1] = hi >>> 24;
+  k[at + 2] = (hi >>> 16) & 0xff;
+  k[at + 3] = (hi >>> 8) & 0xff;
+  k[at + 4] = hi & 0xff;
+  k[at + 5] = lo >>> 24;
+  k[at + 6] = (lo >>> 16) & 0xff;
+  k[at + 7] = (lo >>> 8) & 0xff;
+  k[at + 8] = lo & 0xff;
   return k;
 }
 
 /** Index named by an entry key (the last 8 bytes). */
 export function entryKeyIndex(key: Uint8Array): number {
-  const v = new DataView(key.buffer, key.byteOffset, key.byteLength).getBigUint64(key.length - 8);
-  return Number(v);
+  const view = new DataView(key.buffer, key.byteOffset, key.byteLength);
+  return view.getUint32(key.length - 8) * 0x1_0000_0000 + view.getUint32(key.length - 4);
 }
 
 function header(r: ByteReader, what: string): void {
