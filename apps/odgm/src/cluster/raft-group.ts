@@ -186,6 +186,7 @@ const readEpoch = randomBytes(6).toString("hex");
  */
 const READ_RETRY_TICKS = 5;
 const enc = new TextEncoder();
+const dec = new TextDecoder();
 let readSeq = 0;
 
 /** Every member of a membership: voters and learners, both sides of a joint configuration. */
@@ -995,7 +996,7 @@ export class RaftGroup<R> {
       const ready = rd.readStates;
       void this.applyQueue.then(() => {
         for (const rs of ready) {
-          const ctx = new TextDecoder().decode(rs.context);
+          const ctx = dec.decode(rs.context);
           const r = this.reads.get(ctx);
           if (r !== undefined) {
             this.reads.delete(ctx);
