@@ -14,6 +14,7 @@ import {
   type KeyChange,
 } from "@oprc/grpc-api/messages";
 import { parseCanonicalU64 } from "@oprc/oprc-id";
+import { readU64, writeU64 } from "./bytes.js";
 import { encodeChangeRecord } from "./change-record-codec.js";
 import type { KvShard, KvWriteOp } from "./kv.js";
 import type { MutationPlan } from "./mutation-planner.js";
@@ -26,27 +27,11 @@ const RECORDS_END = Uint8Array.of(RECORD_PREFIX + 1);
 const CURSOR_PREFIX = 0x02;
 const CURSORS_END = Uint8Array.of(CURSOR_PREFIX + 1);
 
-const SAFE_END = 2n ** 53n;
-
 /** Key of the record of `revision`. */
 export function changeKey(revision: bigint): Uint8Array {
   const out = new Uint8Array(9);
   out[0] = RECORD_PREFIX;
-  if (revision >= 0n && revision < SAFE_END) {
-    // Bytes from a number: a DataView's setBigUint64 cost most of a record's key (one per
-    // mutation on every replica).
-    const n = Number(revision);
-    const hi = Math.floor(n / 0x1_0000_0000);
-    const lo = n - hi * 0x1_0000_0000;
-    out[1] = hi >>> 24;
-    out[2] = (hi >>> 16) & 0xff;
-    out[3] = (hi >>> 8) & 0xff;
-    out[4] = hi & 0xff;
-    out[5] = lo >>> 24;
-    out[6] = (lo >>> 16) & 0xff;
-    out[7] = (lo >>> 8) & 0xff;
-    out[8] = lo & 0xff;
-  } else new DataView(out.buffer).setBigUint64(1, revision, false);
+  writeU64(out, 1, revision);
   return out;
 }
 
@@ -54,12 +39,12 @@ function revisionOf(key: Uint8Array): bigint {
   if (key.length !== 9 || key[0] !== RECORD_PREFIX) {
     throw new StoreError("corrupt_record", "change log key is not 0x01 + 8 bytes", { key });
   }
-  return new DataView(key.buffer, key.byteOffset, 9).getBigUint64(1, false);
+  return readU64(key, 1);
 }
 
 function u64(value: bigint): Uint8Array {
   const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigUint64(0, value, false);
+  writeU64(out, 0, value);
   return out;
 }
 
@@ -72,7 +57,7 @@ export async function readChangeHead(kv: KvShard): Promise<bigint> {
       key: CHANGE_HEAD_KEY,
     });
   }
-  return new DataView(raw.buffer, raw.byteOffset, 8).getBigUint64(0, false);
+  return readU64(raw, 0);
 }
 
 const ACTIONS = {
@@ -303,10 +288,7 @@ export async function readCursors(kv: KvShard): Promise<Map<string, bigint>> {
         if (v.length !== 8) {
           throw new StoreError("corrupt_record", "change-log cursor is not 8 bytes", { key: k });
         }
-        out.set(
-          decoder.decode(k.subarray(1)),
-          new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0, false),
-        );
+        out.set(decoder.decode(k.subarray(1)), readU64(v, 0));
       }
     }
     return out;

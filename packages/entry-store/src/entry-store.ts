@@ -16,6 +16,7 @@ import {
   ObjectEventSchema,
   type ValData,
 } from "@oprc/grpc-api/messages";
+import { readU64, writeU64 } from "./bytes.js";
 import {
   type ChangeRetention,
   compactChanges,
@@ -345,13 +346,13 @@ async function readAppliedIndex(kv: KvShard): Promise<number> {
       key: APPLIED_KEY,
     });
   }
-  return Number(new DataView(raw.buffer, raw.byteOffset, 8).getBigUint64(0, false));
+  return Number(readU64(raw, 0));
 }
 
 /** The write that records `index` as the applied log index. */
 function appliedIndexWrite(index: number): KvWriteOp {
   const value = new Uint8Array(8);
-  new DataView(value.buffer).setBigUint64(0, BigInt(index), false);
+  writeU64(value, 0, index);
   return { type: "put", keyspace: "system", key: APPLIED_KEY, value };
 }
 

@@ -18,7 +18,7 @@ import {
 } from "@oprc/granular-key";
 import type { ObjData, ObjectEvent, ObjectMetaRecord, ValData } from "@oprc/grpc-api/messages";
 import { isCanonicalU64 } from "@oprc/oprc-id";
-import { compareBytes, toHex } from "./bytes.js";
+import { compareBytes, readU64, toHex } from "./bytes.js";
 import {
   checkId,
   compareEntryKeys,
@@ -535,7 +535,7 @@ export class StoreReader {
               key: key.slice(),
             });
           }
-          yield new DataView(key.buffer, key.byteOffset, 8).getBigUint64(0, false);
+          yield readU64(key, 0);
         }
       }
     } finally {
