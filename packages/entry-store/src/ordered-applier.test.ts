@@ -2,10 +2,14 @@
 // that holds writes like an fsync in flight and can fail them like a full disk.
 import { create } from "@bufbuild/protobuf";
 import { type ValData, ValDataSchema } from "@oprc/grpc-api/messages";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { startsWith } from "./bytes.js";
+import { changeKey } from "./change-log.js";
 import { createEntryStore, type EntryStore, type EntryStoreOptions } from "./entry-store.js";
 import type { KvEngine, KvShard, KvWriteOp } from "./kv.js";
 import { createMemoryEngine } from "./memory-engine.js";
+import { latestWrites } from "./ordered-applier.js";
 import { isStoreError, StoreError } from "./store-error.js";
 import type { MutationResult } from "./types.js";
 
@@ -352,5 +356,126 @@ describe("remembered entry presence", () => {
     ]);
     expect(entryReads()).toBe(0);
     await store.close();
+  });
+});
+
+describe("a hot object in one applied batch", () => {
+  it("has its keys written once, leaving the same records", async () => {
+    const gate = gatedEngine();
+    const store = await open(gate.engine, { changeLog: {} });
+    const set = (index: number, objectId: string, key: string) => ({
+      index,
+      op: { kind: "set_entry", objectId, timestampMs: 1, key, value: val(String(index)) } as const,
+    });
+    const del = (index: number, objectId: string, key: string) => ({
+      index,
+      op: { kind: "delete_entry", objectId, timestampMs: 1, key } as const,
+    });
+    gate.hold();
+    const applying = store.applyCommitted([
+      set(1, "hot", "a"),
+      set(2, "hot", "b"),
+      set(3, "cold", "a"),
+      del(4, "hot", "a"),
+      ...Array.from({ length: 8 }, (_, i) => set(5 + i, "hot", "a")),
+      del(13, "hot", "b"),
+    ]);
+    await tick();
+    expect(gate.held).toHaveLength(1);
+    const ops = (gate.held[0] as Held).ops;
+    // hot: its entries a and b and its metadata once each; cold: one entry and its metadata.
+    expect(ops.filter((o) => o.keyspace === "objects")).toHaveLength(5);
+    // Every mutation keeps its change record.
+    const record = changeKey(1n).subarray(0, -8);
+    const isRecord = (o: KvWriteOp) =>
+      o.keyspace === "system" && o.key.length === record.length + 8 && startsWith(o.key, record);
+    expect(ops.filter(isRecord)).toHaveLength(13);
+    await gate.release();
+    const results = await applying;
+    expect(results.map((r) => (r instanceof StoreError ? r.code : r?.versionAfter))).toEqual([
+      1n,
+      2n,
+      1n,
+      3n,
+      4n,
+      5n,
+      6n,
+      7n,
+      8n,
+      9n,
+      10n,
+      11n,
+      12n,
+    ]);
+    const value = async (id: string, key: string) => {
+      const got = (await store.getEntry(id, key)).entry;
+      return got === undefined ? undefined : dec.decode(got.value.data);
+    };
+    expect(await value("hot", "a")).toBe("12");
+    expect(await value("hot", "b")).toBeUndefined();
+    expect(await value("cold", "a")).toBe("3");
+    const meta = await store.getMetadata("hot");
+    expect([meta?.version, meta?.entryCount]).toEqual([12n, 1n]);
+    await store.close();
+  });
+});
+
+describe("latestWrites", () => {
+  const write = fc.record({
+    type: fc.constantFrom("put" as const, "del" as const),
+    keyspace: fc.constantFrom("objects" as const, "blobs" as const),
+    key: fc.uint8Array({ minLength: 0, maxLength: 3, max: 2 }),
+    value: fc.uint8Array({ maxLength: 2 }),
+  });
+  const item = fc.record({
+    id: fc.constantFrom("x", "y", "z"),
+    // A plan writes a key at most once.
+    writes: fc.uniqueArray(write, {
+      maxLength: 4,
+      selector: (w) => `${w.keyspace}/${w.key.join(",")}`,
+    }),
+  });
+  const asItems = (
+    xs: { id: string; writes: Parameters<typeof latestWrites>[0][number]["plan"]["writes"] }[],
+  ) => xs.map(({ id, writes }) => ({ id, plan: { writes } }));
+  const apply = (ops: readonly KvWriteOp[]) => {
+    const state = new Map<string, string>();
+    for (const o of ops) {
+      const k = `${o.keyspace}/${o.key.join(",")}`;
+      if (o.type === "put") state.set(k, o.value.join(","));
+      else state.delete(k);
+    }
+    return state;
+  };
+
+  it("leaves what writing every write in order leaves, keeping each object's last write per key in order", () => {
+    fc.assert(
+      fc.property(fc.array(item, { maxLength: 8 }), (xs) => {
+        const items = asItems(xs);
+        const all = items.flatMap((i) => i.plan.writes);
+        const kept = latestWrites(items);
+        expect(apply(kept)).toEqual(apply(all));
+        // A subsequence of every write, in the same order.
+        let at = 0;
+        for (const w of kept) {
+          at = all.indexOf(w, at) + 1;
+          expect(at).toBeGreaterThan(0);
+        }
+        // No object keeps two writes of one key.
+        const owner = new Map(items.flatMap((i) => i.plan.writes.map((w) => [w, i.id] as const)));
+        const keys = kept.map((w) => `${owner.get(w)}|${w.keyspace}/${w.key.join(",")}`);
+        expect(new Set(keys).size).toBe(keys.length);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("passes a batch of distinct objects through untouched", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(item, { selector: (i) => i.id, maxLength: 3 }), (xs) => {
+        const items = asItems(xs);
+        expect(latestWrites(items)).toEqual(items.flatMap((i) => i.plan.writes));
+      }),
+    );
   });
 });

@@ -547,12 +547,9 @@ export class OrderedApplier {
     sync: boolean,
     recorded?: PendingWrite,
   ): Promise<void> {
-    const writes: KvWriteOp[] = [];
+    const writes = latestWrites(items);
     let liveDelta = 0;
-    for (const { plan } of items) {
-      for (const w of plan.writes) writes.push(w);
-      liveDelta += plan.liveDelta;
-    }
+    for (const { plan } of items) liveDelta += plan.liveDelta;
     const liveAfter = liveDelta === 0 ? this.plannedLive : this.plannedLive + BigInt(liveDelta);
     const withCounter = liveAfter !== this.plannedLive || this.counterDirty;
     if (withCounter) {
@@ -622,6 +619,51 @@ export class OrderedApplier {
       idle();
     }
   }
+}
+
+/**
+ * The storage writes of `items`, in order, less every write a later item of the same object
+ * overwrites: one atomic write leaves the same records either way, and a hot object updated
+ * many times in one applied batch then costs one record per key, not one per update. Only
+ * an object's own writes can touch its keys, so a batch whose objects are all distinct
+ * (the usual case) is passed through without looking at a key.
+ */
+export function latestWrites(
+  items: readonly { readonly id: string; readonly plan: Pick<MutationPlan, "writes"> }[],
+): KvWriteOp[] {
+  const writes: KvWriteOp[] = [];
+  let repeated: Set<string> | undefined;
+  if (items.length > 1) {
+    const seen = new Set<string>();
+    for (const { id } of items) {
+      if (!seen.has(id)) seen.add(id);
+      else {
+        repeated ??= new Set();
+        repeated.add(id);
+      }
+    }
+  }
+  if (repeated === undefined) {
+    for (const { plan } of items) for (const w of plan.writes) writes.push(w);
+    return writes;
+  }
+  // Walk back: the first write of a key met is its last, the one that stays.
+  const later = new Map<string, Set<string>>();
+  for (const id of repeated) later.set(id, new Set());
+  for (let i = items.length - 1; i >= 0; i--) {
+    const { id, plan } = items[i] as (typeof items)[number];
+    const keys = later.get(id);
+    for (let j = plan.writes.length - 1; j >= 0; j--) {
+      const w = plan.writes[j] as KvWriteOp;
+      if (keys !== undefined) {
+        const k = `${w.keyspace}\0${Buffer.from(w.key.buffer, w.key.byteOffset, w.key.byteLength).toString("latin1")}`;
+        if (keys.has(k)) continue;
+        keys.add(k);
+      }
+      writes.push(w);
+    }
+  }
+  return writes.reverse();
 }
 
 function hasCrdt(entries: ReadonlyMap<string, OpValue>): boolean {

@@ -1,13 +1,15 @@
 // What one replica's apply costs, this checkout against others, in one process: each
 // checkout's entry store (from its sources) applies the same log (batches of 12
-// `set_entry` on 10,000 cached objects, change log on) to its own RocksDB, in alternating
+// `set_entry` on 10,000 cached objects by default, change log on) to its own RocksDB, in alternating
 // blocks, and the CPU of each block is compared with the first checkout's block beside it.
 // Alternating blocks in one process keep the machine's drift out of the ratio, which is
 // the figure. For a change in the apply path: check out the base in a throw-away worktree
 // (`git worktree add /tmp/base <commit>` and install it), then
 //   npx -y pnpm@10.34.9 bench:apply-ab -- /tmp/base   (from the repository root; absolute paths)
-// Options: `--rounds N` (blocks per checkout, default 12), `--no-change-log` adds this
-// checkout without a change log as one more subject.
+// Options: `--rounds N` (blocks per checkout, default 12), `--objects N` (how many objects
+// the updates are spread over, default 10,000; 1 is one hot object, every batch updating
+// the same entry as the cluster bench does), `--no-change-log` adds this checkout without a
+// change log as one more subject.
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -19,13 +21,15 @@ const { values: args, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     rounds: { type: "string" },
+    objects: { type: "string" },
     "no-change-log": { type: "boolean" },
   },
 });
 const ROUNDS = Number(args.rounds ?? 12);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 2) throw new Error("--rounds must be an integer ≥ 2");
 const BATCH = 12;
-const OBJECTS = 10_000;
+const OBJECTS = Number(args.objects ?? 10_000);
+if (!Number.isInteger(OBJECTS) || OBJECTS < 1) throw new Error("--objects must be an integer ≥ 1");
 const BLOCK = 400;
 const WARMUP_BATCHES = 3000;
 const HERE = path.resolve(fileURLToPath(new URL("../../..", import.meta.url)));
@@ -86,7 +90,7 @@ try {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
   const base = subjects[0] as Subject;
   console.log(
-    `apply of ${BATCH} set_entry per batch, ${ROUNDS} alternating blocks of ${BLOCK} batches each`,
+    `apply of ${BATCH} set_entry per batch on ${OBJECTS} object(s), ${ROUNDS} alternating blocks of ${BLOCK} batches each`,
   );
   console.log(
     "| checkout | CPU µs per operation (median) | ratio to this checkout (median of paired blocks) |",
