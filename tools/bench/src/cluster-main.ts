@@ -65,6 +65,8 @@ const { values: args } = parseArgs({
     // Where each member's CPU went in every window: µs per write by thread name, user/system,
     // and the µs its threads were runnable but waited for a CPU (run queue).
     threads: { type: "boolean", default: false },
+    // How many objects (etcd: keys) the writes are spread over; 1 is one hot object.
+    objects: { type: "string" },
   },
   strict: true,
 });
@@ -73,7 +75,7 @@ const ROUNDS = Number(args.rounds ?? (quick ? 1 : 3));
 const WARMUP_ROUNDS = Number(args["warmup-rounds"] ?? (quick ? 0 : 2));
 const WINDOW_MS = Number(args["window-ms"] ?? (quick ? 1000 : 3000));
 const WARMUP_MS = quick ? 200 : 500;
-const DISTINCT = 10_000;
+const DISTINCT = Number(args.objects ?? 10_000);
 const KEY = "f0";
 const VALUE = new TextEncoder().encode("abcdefghijklmnop");
 const PKG = fileURLToPath(new URL("..", import.meta.url));
@@ -81,6 +83,7 @@ const outFile =
   args.out ?? path.join(PKG, quick ? "RESULTS-cluster.quick.md" : "RESULTS-cluster.md");
 if (!(ROUNDS >= 1 && WARMUP_ROUNDS >= 0 && WINDOW_MS >= 100))
   throw new Error("bad --rounds/--warmup-rounds/--window-ms");
+if (!(Number.isInteger(DISTINCT) && DISTINCT >= 1)) throw new Error("bad --objects");
 
 const started = Date.now();
 const tmp = mkdtempSync(path.join(os.tmpdir(), "odgm-bench-cluster-"));
