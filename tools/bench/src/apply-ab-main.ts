@@ -1,14 +1,14 @@
 // What one replica's apply costs, this checkout against others, in one process: each
 // checkout's entry store (from its sources) applies the same log (batches of 12
-// `set_entry` on 10,000 cached objects by default, change log on) to its own RocksDB, in alternating
-// blocks, and the CPU of each block is compared with the first checkout's block beside it.
-// Alternating blocks in one process keep the machine's drift out of the ratio, which is
-// the figure. For a change in the apply path: check out the base in a throw-away worktree
-// (`git worktree add /tmp/base <commit>` and install it), then
+// `set_entry` on 10,000 cached objects by default, change log on) to its own RocksDB, in
+// alternating blocks, and the CPU of each block is compared with the first checkout's
+// block beside it. Alternating blocks in one process keep the machine's drift out of the
+// ratio, which is the figure. For a change in the apply path: check out the base in a
+// throw-away worktree (`git worktree add /tmp/base <commit>` and install it), then
 //   npx -y pnpm@10.34.9 bench:apply-ab -- /tmp/base   (from the repository root; absolute paths)
 // Options: `--rounds N` (blocks per checkout, default 12), `--objects N` (how many objects
-// the updates are spread over, default 10,000; 1 is one hot object, every batch updating
-// the same entry as the cluster bench does), `--no-change-log` adds this checkout without a
+// the updates are spread over, default 10,000 as in `bench:cluster`; 1 is one hot object,
+// every batch updating the same entry), `--no-change-log` adds this checkout without a
 // change log as one more subject.
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
