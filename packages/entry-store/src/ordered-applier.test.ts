@@ -435,9 +435,8 @@ describe("latestWrites", () => {
       selector: (w) => `${w.keyspace}/${w.key.join(",")}`,
     }),
   });
-  const asItems = (
-    xs: { id: string; writes: Parameters<typeof latestWrites>[0][number]["plan"]["writes"] }[],
-  ) => xs.map(({ id, writes }) => ({ id, plan: { writes } }));
+  const asItems = (xs: { id: string; writes: readonly KvWriteOp[] }[]) =>
+    xs.map(({ id, writes }) => ({ id, plan: { writes } }));
   const apply = (ops: readonly KvWriteOp[]) => {
     const state = new Map<string, string>();
     for (const o of ops) {

@@ -632,24 +632,23 @@ export function latestWrites(
   items: readonly { readonly id: string; readonly plan: Pick<MutationPlan, "writes"> }[],
 ): KvWriteOp[] {
   const writes: KvWriteOp[] = [];
-  let repeated: Set<string> | undefined;
+  /** The keys already met (walking back) of each object that occurs more than once. */
+  let later: Map<string, Set<string>> | undefined;
   if (items.length > 1) {
     const seen = new Set<string>();
     for (const { id } of items) {
       if (!seen.has(id)) seen.add(id);
       else {
-        repeated ??= new Set();
-        repeated.add(id);
+        later ??= new Map();
+        later.set(id, new Set());
       }
     }
   }
-  if (repeated === undefined) {
+  if (later === undefined) {
     for (const { plan } of items) for (const w of plan.writes) writes.push(w);
     return writes;
   }
   // Walk back: the first write of a key met is its last, the one that stays.
-  const later = new Map<string, Set<string>>();
-  for (const id of repeated) later.set(id, new Set());
   for (let i = items.length - 1; i >= 0; i--) {
     const { id, plan } = items[i] as (typeof items)[number];
     const keys = later.get(id);
