@@ -311,6 +311,16 @@ describe("RaftGroup", () => {
     });
   });
 
+  it("followers hear of a commit within commitNoticeMs, with no tick and no later write", async () => {
+    const c = await cluster([1, 2, 3]);
+    await c.tick(3);
+    const leader = c.leader() as RaftGroup<number>;
+    await leader.propose(enc.encode("a"));
+    // The clock stands still: no heartbeat carries the new commit index, only the notice.
+    await until(() => [...c.machines.values()].every((sm) => sm.items.length === 1));
+    for (const sm of c.machines.values()) expect(sm.items).toEqual(["a"]);
+  });
+
   it("a follower's ReadIndex waits until it has applied what the leader had committed", async () => {
     const c = await cluster([1, 2, 3]);
     const leader = c.leader() as RaftGroup<number>;
@@ -951,6 +961,8 @@ describe("RaftGroup", () => {
       expect(c.sent() - before).toBe(0);
       expect((await l.propose(enc.encode("b"))).result).toBe(2);
       expect(quiescent(c)).toEqual([false, false, false]);
+      // The followers hear of the commit within commitNoticeMs.
+      await until(() => [...c.machines.values()].every((m) => m.items.length === 2));
       for (const m of c.machines.values()) expect(m.items).toEqual(["a", "b"]);
       await c.tick(25);
       expect(quiescent(c)).toEqual([true, true, true]);

@@ -46,6 +46,11 @@ export class Progress {
    * quorum of the new configuration to report its commit before stepping down.
    */
   commitKnown = 0;
+  /**
+   * Highest commit index a message sent to the peer could let it reach (the index an append
+   * carried, capped at its last entry; a heartbeat's): see `RaftOptions.deferCommitAppends`.
+   */
+  sentCommit = 0;
   /** Heard from since the last check-quorum round. */
   recentActive = false;
   /** Leader tick at which the peer last answered (for leases). */

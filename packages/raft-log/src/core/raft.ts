@@ -92,6 +92,16 @@ export interface RaftOptions {
    * keeps leading without proposals (etcd's default) until the application moves leadership.
    */
   readonly stepDownOnRemoval?: boolean;
+  /**
+   * A leader whose commit index moves sends appends only to followers that have entries to
+   * receive, not an empty append to every follower just to carry the new index (etcd's
+   * behaviour, the default: false). The others learn it from their next append, the next
+   * heartbeat, or {@link Raft.sendCommit}, which the driver calls soon after
+   * {@link Raft.hasUnsentCommit} turns true. Under load the index rides on the next batch's
+   * appends, which saves each follower a message, a Ready and an answer per commit; a
+   * follower then applies up to the driver's delay later.
+   */
+  readonly deferCommitAppends?: boolean;
 }
 
 /** Volatile state that the application may want to observe. */
@@ -289,6 +299,7 @@ export class Raft {
   private readonly forwardProposals: boolean;
   private readonly codec: ConfChangeCodec;
   private readonly stepDownOnRemoval: boolean;
+  private readonly deferCommitAppends: boolean;
   private readonly readOnly = new ReadOnly();
   /** Leader: ReadIndex requests waiting for an own-term commit. */
   private pendingReadIndex: Message[] = [];
@@ -338,6 +349,7 @@ export class Raft {
     this.forwardProposals = !(o.disableProposalForwarding ?? false);
     this.codec = o.confChangeCodec ?? jsonConfChangeCodec;
     this.stepDownOnRemoval = o.stepDownOnRemoval ?? true;
+    this.deferCommitAppends = o.deferCommitAppends ?? false;
     this.trk = new ProgressTracker(o.maxInflightMsgs ?? 256);
 
     const { hardState, confState } = o.storage.initialState();
@@ -522,6 +534,30 @@ export class Raft {
     for (const pr of this.trk.progress.values()) pr.lastHeardTick = Number.NEGATIVE_INFINITY;
   }
 
+  /**
+   * Leader only: some follower holds entries it has not been told are committed — it was
+   * sent no message carrying the commit index since (with `deferCommitAppends`, until the
+   * driver calls {@link sendCommit}, the next batch's appends go out, or a heartbeat).
+   */
+  hasUnsentCommit(): boolean {
+    if (this.role !== "leader") return false;
+    for (const [id, pr] of this.trk.progress) {
+      if (id !== this.id && this.commitUnsent(pr)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Leader only: sends the commit index, in an append (empty when there is nothing new), to
+   * every follower that {@link hasUnsentCommit} counts and that may be sent one now.
+   */
+  sendCommit(): void {
+    if (this.role !== "leader") return;
+    for (const [id, pr] of this.trk.progress) {
+      if (id !== this.id && this.commitUnsent(pr)) this.sendAppend(id);
+    }
+  }
+
   // ---------------------------------------------------------------- Ready
 
   /** True when {@link ready} would return something to do. */
@@ -628,7 +664,7 @@ export class Raft {
     if (this.role === "leader") {
       const self = this.trk.progress.get(this.id);
       if (self !== undefined) self.maybeUpdate(this.log.persistedIndex());
-      if (this.maybeCommit()) this.bcastAppend();
+      if (this.maybeCommit()) this.bcastCommit();
       this.maybeAutoLeave();
     }
   }
@@ -739,6 +775,7 @@ export class Raft {
       pr.recentActive = false;
       pr.lastHeardTick = Number.NEGATIVE_INFINITY;
       pr.commitKnown = 0;
+      pr.sentCommit = 0;
       if (id === this.id) pr.match = this.log.persistedIndex();
     }
     this.pendingConfIndex = 0;
@@ -901,7 +938,10 @@ export class Raft {
       }),
     );
     const lastEnt = ents[ents.length - 1];
-    pr.sentEntries(ents.length, lastEnt === undefined ? prevIndex : lastEnt.index);
+    const sentTo = lastEnt === undefined ? prevIndex : lastEnt.index;
+    pr.sentEntries(ents.length, sentTo);
+    // The follower commits up to the last entry this append vouches for (etcd's rule).
+    pr.sentCommit = Math.max(pr.sentCommit, Math.min(this.log.committed, sentTo));
     return true;
   }
 
@@ -954,10 +994,28 @@ export class Raft {
     for (const id of this.trk.ids()) if (id !== this.id) this.sendAppend(id);
   }
 
+  /** After the commit index moved: see {@link RaftOptions.deferCommitAppends}. */
+  private bcastCommit(): void {
+    if (!this.deferCommitAppends) {
+      this.bcastAppend();
+      return;
+    }
+    for (const id of this.trk.ids()) if (id !== this.id) this.sendAppend(id, false);
+  }
+
+  /**
+   * `pr` was sent entries committed here that no message sent to it said were (etcd's
+   * `CanBumpCommit`: what an append at `next` could tell it).
+   */
+  private commitUnsent(pr: Progress): boolean {
+    return pr.state !== "snapshot" && Math.min(pr.next - 1, this.log.committed) > pr.sentCommit;
+  }
+
   private bcastHeartbeat(context: Uint8Array = EMPTY): void {
     for (const id of this.trk.ids()) {
       if (id === this.id) continue;
       const pr = this.trk.progress.get(id) as Progress;
+      const commit = Math.min(pr.match, this.log.committed);
       this.send(
         createMessage({
           type: "heartbeat",
@@ -965,10 +1023,11 @@ export class Raft {
           // The send tick, echoed by the answer: leases count from when the follower could
           // at the earliest have reset its election timer, never from when the ack arrived.
           index: this.ticks,
-          commit: Math.min(pr.match, this.log.committed),
+          commit,
           context,
         }),
       );
+      pr.sentCommit = Math.max(pr.sentCommit, commit);
     }
   }
 
@@ -1169,7 +1228,7 @@ export class Raft {
       // sends the current snapshot (bug B: it stayed in snapshot state with a stale one).
       pr.becomeProbe();
     } else if (pr.state === "replicate") pr.freeInflightsTo(m.index);
-    if (this.maybeCommit()) this.bcastAppend();
+    if (this.maybeCommit()) this.bcastCommit();
     else if (wasPaused) this.sendAppend(m.from);
     while (this.sendAppend(m.from, false)) {
       // keep the pipeline full
@@ -1443,13 +1502,22 @@ export class Raft {
     } catch {
       return; // refused changes apply as no-ops on every replica alike
     }
+    if (this.role === "leader" && this.deferCommitAppends) {
+      // A peer this change removes is sent nothing after it: told now of the commit index
+      // (which no append may have carried yet), it learns of its removal and closes.
+      const stays = new Set([...next.voters, ...next.learners, ...next.votersOutgoing]);
+      for (const l of next.learnersNext) stays.add(l);
+      for (const [id, pr] of this.trk.progress) {
+        if (id !== this.id && !stays.has(id) && this.commitUnsent(pr)) this.sendAppend(id);
+      }
+    }
     this.trk.applyConfState(next, this.log.lastIndex() + 1);
     this.confChanged = true;
     if (this.role !== "leader") return;
     if (this.leadTransferee !== 0 && !this.trk.isVoter(this.leadTransferee)) {
       this.leadTransferee = 0;
     }
-    if (this.maybeCommit()) this.bcastAppend();
+    if (this.maybeCommit()) this.bcastCommit();
     else for (const id of this.trk.ids()) if (id !== this.id) this.sendAppend(id, false);
     this.maybeStepDownRemoved();
   }

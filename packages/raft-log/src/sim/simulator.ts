@@ -320,6 +320,12 @@ class Simulation {
    * so the fault sequence of every seed is as before.
    */
   private readonly earlyApply: boolean;
+  /**
+   * Leaders run with `deferCommitAppends`: a new commit index reaches the followers with the
+   * next appends, the next heartbeat, or the `sendCommit` this driver calls at every tick
+   * (odgm calls it 25 ms after, unless appends told them first). From a PRNG of its own, like `earlyApply`.
+   */
+  private readonly deferCommit: boolean;
   private readonly maxDisk: number;
   private readonly pCrash: number;
   private readonly storm: boolean;
@@ -382,6 +388,7 @@ class Simulation {
     this.pTransfer = pick([0, 0.01, 0.04]);
     this.rndStale = createPrng(Math.imul(o.seed ^ 0x68e31da4, 0x1b873593) ^ 0x85ebca6b);
     this.earlyApply = createPrng(Math.imul(o.seed ^ 0x3c6ef372, 0x1b873593) ^ 0x9e3779b9)() < 0.5;
+    this.deferCommit = createPrng(Math.imul(o.seed ^ 0x510e527f, 0x1b873593) ^ 0x9b05688c)() < 0.5;
     this.pStaleLeader = [0, 0.02, 0.05][Math.floor(this.rndStale() * 3)] as number;
     // Lease reads assume bounded clock drift and no restarts within a lease: only in runs
     // without crashes, membership churn or transfers.
@@ -551,6 +558,7 @@ class Simulation {
       maxSizePerMsg: this.maxSizePerMsg,
       maxInflightMsgs: this.maxInflight,
       snapshotChunkSize: this.chunkSize,
+      deferCommitAppends: this.deferCommit,
     });
     this.drive(nd);
   }
@@ -581,6 +589,7 @@ class Simulation {
           if (nd.restartAt <= this.now) this.start(nd);
           continue;
         }
+        if (this.deferCommit && nd.raft.hasUnsentCommit()) nd.raft.sendCommit();
         nd.raft.tick();
         this.drive(nd);
       }
