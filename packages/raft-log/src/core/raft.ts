@@ -535,9 +535,10 @@ export class Raft {
   }
 
   /**
-   * Leader only: some follower holds entries it has not been told are committed — it was
-   * sent no message carrying the commit index since (with `deferCommitAppends`, until the
-   * driver calls {@link sendCommit}, the next batch's appends go out, or a heartbeat).
+   * Leader only: some follower that may be sent an append now holds entries it has not been
+   * told are committed — it was sent no message carrying the commit index since (with
+   * `deferCommitAppends`, until the driver calls {@link sendCommit}, the next batch's
+   * appends go out, or a heartbeat).
    */
   hasUnsentCommit(): boolean {
     if (this.role !== "leader") return false;
@@ -1005,10 +1006,11 @@ export class Raft {
 
   /**
    * `pr` was sent entries committed here that no message sent to it said were (etcd's
-   * `CanBumpCommit`: what an append at `next` could tell it).
+   * `CanBumpCommit`: what an append at `next` could tell it), and may be sent an append now
+   * (a paused follower learns the index from the next heartbeat: no driver timer spins on it).
    */
   private commitUnsent(pr: Progress): boolean {
-    return pr.state !== "snapshot" && Math.min(pr.next - 1, this.log.committed) > pr.sentCommit;
+    return !pr.isPaused() && Math.min(pr.next - 1, this.log.committed) > pr.sentCommit;
   }
 
   private bcastHeartbeat(context: Uint8Array = EMPTY): void {
