@@ -1504,15 +1504,9 @@ export class Raft {
     } catch {
       return; // refused changes apply as no-ops on every replica alike
     }
-    if (this.role === "leader" && this.deferCommitAppends) {
-      // A peer this change removes is sent nothing after it: told now of the commit index
-      // (which no append may have carried yet), it learns of its removal and closes.
-      const stays = new Set([...next.voters, ...next.learners, ...next.votersOutgoing]);
-      for (const l of next.learnersNext) stays.add(l);
-      for (const [id, pr] of this.trk.progress) {
-        if (id !== this.id && !stays.has(id) && this.commitUnsent(pr)) this.sendAppend(id);
-      }
-    }
+    // A peer this change removes is sent nothing after it: told now of the commit index
+    // (which no append may have carried yet), it learns of its removal and closes.
+    if (this.deferCommitAppends) this.sendCommit();
     this.trk.applyConfState(next, this.log.lastIndex() + 1);
     this.confChanged = true;
     if (this.role !== "leader") return;
