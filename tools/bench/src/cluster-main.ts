@@ -2,7 +2,8 @@
 // partition, three replicas) next to a three-member etcd 3.4 cluster, both on loopback and
 // driven by the same C load generator (grpc-load) at 1 and 64 requests in flight, in the
 // same run; plus one odgm node serving a `basic` collection next to a one-replica `raft`
-// collection (what Raft itself costs on one node). Every server writes durably (odgm: WAL
+// collection (what Raft itself costs on one node), and a sharded raft collection (three
+// partitions, each led by another node) written by a partition-aware client. Every server writes durably (odgm: WAL
 // synced, Raft log synced; etcd: WAL fsync). Load goes to the group's leader (etcd: its
 // leader) unless the subject says otherwise; server CPU is the sum over every member's
 // process (utime + stime from /proc) in the measured window, per successful write.
@@ -77,6 +78,10 @@ const WINDOW_MS = Number(args["window-ms"] ?? (quick ? 1000 : 3000));
 const WARMUP_MS = quick ? 200 : 500;
 const DISTINCT = Number(args.objects ?? 10_000);
 const KEY = "f0";
+/** Partitions of the sharded collection: one led by each node. */
+const SHARDS = 3;
+/** Requests in flight to partition `p`'s leader: 64 in all (22, 21, 21). */
+const inflightOf = (p: number): number => Math.floor(64 / SHARDS) + (p < 64 % SHARDS ? 1 : 0);
 const VALUE = new TextEncoder().encode("abcdefghijklmnop");
 const PKG = fileURLToPath(new URL("..", import.meta.url));
 const outFile =
@@ -167,6 +172,9 @@ async function startOdgmNodes(count: number, collections: readonly object[]): Pr
         env: {
           ...clusterMemberEnv(i + 1, members, dataDir, port),
           ODGM_SYNC_WRITES: "true",
+          // The bench places the sharded collection's leaders itself (one per node); the
+          // balancer would otherwise trade them against the other groups' leaders mid-run.
+          ODGM_RAFT_BALANCE_LEADERS: "false",
           ODGM_LOG_LEVEL: "info",
           ODGM_COLLECTION: JSON.stringify(collections),
           ...(args["h2c-engine"] === undefined ? {} : { ODGM_H2C_ENGINE: args["h2c-engine"] }),
@@ -204,9 +212,31 @@ async function odgmLeader(nodes: readonly OdgmNode[], group: string): Promise<Od
   throw new Error(`group ${group} has no agreed leader`);
 }
 
-/** Sum of the versions of every object of `cls` partition 0 (each successful SetValue adds one). */
-async function versionSum(c: Client<typeof DataService>, cls: string): Promise<number> {
-  return (await odgmListing(c, cls)).versionSum;
+/** Sum of the versions of every object of one partition of `cls` (each successful SetValue adds one). */
+async function versionSum(
+  c: Client<typeof DataService>,
+  cls: string,
+  partition = 0,
+): Promise<number> {
+  return (await odgmListing(c, cls, partition)).versionSum;
+}
+
+/** Hands the leadership of `group` to node `to` (admin API) and waits until every node agrees. */
+async function moveLeader(nodes: readonly OdgmNode[], group: string, to: number): Promise<void> {
+  const current = await odgmLeader(nodes, group);
+  if (current.id === to) return;
+  const res = await fetch(`http://127.0.0.1:${current.port}/api/cluster/membership`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ group, change: "transfer_leader", nodeId: to }),
+  });
+  if (!res.ok)
+    throw new Error(`transfer of ${group} to node ${to}: ${res.status} ${await res.text()}`);
+  for (let attempt = 0; attempt < 100; attempt++) {
+    if ((await odgmLeader(nodes, group)).id === to) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`node ${to} did not take over ${group}`);
 }
 
 // ------------------------------------------------------------------------------ etcd
@@ -287,12 +317,23 @@ interface Sample {
   idlePct: number;
 }
 
+/** Where one grpc-load process sends: a server's port, a body file, requests in flight. */
+interface LoadTarget {
+  readonly port: number;
+  readonly body: string;
+  readonly inflight: number;
+}
+
+/**
+ * Runs one grpc-load per target at once (a partition-aware client: one per partition
+ * leader) and sums them: the window runs from the first generator's start to the last one's
+ * end, the writes are all generators' successes in their windows, p50/p99 the
+ * request-weighted mean of theirs.
+ */
 async function grpcLoad(o: {
   bin: string;
-  port: number;
+  targets: readonly LoadTarget[];
   path: string;
-  body: string;
-  inflight: number;
   pids: readonly number[];
   counter: () => Promise<number>;
   maxRequests?: number;
@@ -308,40 +349,63 @@ async function grpcLoad(o: {
   let threadsB: Map<number, ThreadCpu>[] = [];
   const threads = (): Map<number, ThreadCpu>[] => (args.threads ? o.pids.map(threadCpu) : []);
   let stopPerf = (): void => undefined;
-  const out = await runTool(
-    o.bin,
-    [
-      ...["--port", String(o.port), "--path", o.path, "--bodies", o.body],
-      ...["--connections", String(o.inflight), "--inflight", String(o.inflight)],
-      ...(o.maxRequests === undefined
-        ? ["--warmup-ms", String(WARMUP_MS), "--duration-ms", String(WINDOW_MS)]
-        : ["--warmup-ms", "0", "--duration-ms", "600000", "--max-requests", String(o.maxRequests)]),
-    ],
-    {
-      timeoutMs: 660_000,
-      onLine: (l) => {
-        if (l === "window-start") {
-          cpuA = cpu();
-          machineA = machineCpu();
-          windowUs = -performance.now() * 1000;
-          threadsA = threads();
-          if (o.maxRequests === undefined) stopPerf = startPerf(o.pids);
-        } else if (l === "window-end") {
-          stopPerf();
-          cpuB = cpu();
-          machineB = machineCpu();
-          windowUs += performance.now() * 1000;
-          threadsB = threads();
-        }
-      },
-    },
+  let windowsStarted = 0;
+  let windowsEnded = 0;
+  const outs = await Promise.all(
+    o.targets.map((t) =>
+      runTool(
+        o.bin,
+        [
+          ...["--port", String(t.port), "--path", o.path, "--bodies", t.body],
+          ...["--connections", String(t.inflight), "--inflight", String(t.inflight)],
+          ...(o.maxRequests === undefined
+            ? ["--warmup-ms", String(WARMUP_MS), "--duration-ms", String(WINDOW_MS)]
+            : [
+                ...["--warmup-ms", "0", "--duration-ms", "600000"],
+                ...["--max-requests", String(o.maxRequests)],
+              ]),
+        ],
+        {
+          timeoutMs: 660_000,
+          onLine: (l) => {
+            if (l === "window-start" && windowsStarted++ === 0) {
+              cpuA = cpu();
+              machineA = machineCpu();
+              windowUs = -performance.now() * 1000;
+              threadsA = threads();
+              if (o.maxRequests === undefined) stopPerf = startPerf(o.pids);
+            } else if (l === "window-end" && ++windowsEnded === o.targets.length) {
+              stopPerf();
+              cpuB = cpu();
+              machineB = machineCpu();
+              windowUs += performance.now() * 1000;
+              threadsB = threads();
+            }
+          },
+        },
+      ),
+    ),
   );
-  const r = parseGrpcLoad(out.stdout);
-  if (r.err_total > 0 || r.incomplete > 0 || r.ok_total === 0) {
-    throw new Error(
-      `grpc-load on ${o.path}: ${r.ok_total} ok, ${r.err_total} failed, ${r.incomplete} unanswered; first: ${r.first_error}`,
-    );
+  const each = outs.map((out) => parseGrpcLoad(out.stdout));
+  for (const r of each) {
+    if (r.err_total > 0 || r.incomplete > 0 || r.ok_total === 0) {
+      throw new Error(
+        `grpc-load on ${o.path}: ${r.ok_total} ok, ${r.err_total} failed, ${r.incomplete} unanswered; first: ${r.first_error}`,
+      );
+    }
   }
+  const sum = (f: (r: (typeof each)[number]) => number): number =>
+    each.reduce((s, r) => s + f(r), 0);
+  const windowOk = sum((r) => r.window_ok);
+  const weighted = (f: (r: (typeof each)[number]) => number): number =>
+    windowOk > 0 ? sum((r) => f(r) * r.window_ok) / windowOk : Number.NaN;
+  const r = {
+    ok_total: sum((r) => r.ok_total),
+    window_ok: windowOk,
+    rps: sum((r) => r.rps),
+    p50_us: weighted((r) => r.p50_us),
+    p99_us: weighted((r) => r.p99_us),
+  };
   const c1 = await o.counter();
   if (c1 - c0 !== r.ok_total) {
     throw new Error(`the server counted ${c1 - c0} writes, grpc-load ${r.ok_total} successes`);
@@ -387,6 +451,11 @@ const RATIOS: readonly { label: string; a: string; b: string }[] = [
     a: "odgm3-follower/64",
     b: "odgm3/64",
   },
+  {
+    label: "ODGM 3 nodes, 3 partitions led by 3 nodes / etcd 3 members, 64",
+    a: "odgm3-sharded/64",
+    b: "etcd3/64",
+  },
   { label: "one node: raft, 1 replica / basic, 64 in flight", a: "raft1/64", b: "basic/64" },
   { label: "ODGM 3 nodes / one node basic, 64 in flight", a: "odgm3/64", b: "basic/64" },
 ];
@@ -401,15 +470,15 @@ async function main(): Promise<void> {
 
   const bodies = path.join(tmp, "bodies");
   mkdirSync(bodies);
-  const odgmBody = (cls: string): string => {
-    const file = path.join(bodies, `${cls}.bin`);
+  const odgmBody = (cls: string, partition = 0, objects = DISTINCT): string => {
+    const file = path.join(bodies, `${cls}-${partition}.bin`);
     writeBodyFile(
       file,
-      Array.from({ length: DISTINCT }, (_, i) =>
+      Array.from({ length: objects }, (_, i) =>
         grpcFrame(
           encodeSetKeyRequest({
             collection: cls,
-            partition: 0,
+            partition,
             objectId: BigInt(i + 1),
             key: KEY,
             value: VALUE,
@@ -430,9 +499,15 @@ async function main(): Promise<void> {
   const replicated = odgmBody("replicated");
   const basicBody = odgmBody("plain");
   const raft1Body = odgmBody("raft1");
+  // The same number of objects, spread over the partitions of a sharded collection.
+  const perPartition = Math.ceil(DISTINCT / SHARDS);
+  const shardBodies = Array.from({ length: SHARDS }, (_, p) =>
+    odgmBody("sharded", p, perPartition),
+  );
 
   const cluster = await startOdgmNodes(3, [
     { name: "replicated", partitionCount: 1, shardType: "raft", replicaCount: 3 },
+    { name: "sharded", partitionCount: SHARDS, shardType: "raft", replicaCount: 3 },
   ]);
   const single = await startOdgmNodes(1, [
     { name: "plain", partitionCount: 1 },
@@ -447,6 +522,14 @@ async function main(): Promise<void> {
     const follower = cluster.find((n) => n !== leader) as OdgmNode;
     const one = single[0] as OdgmNode;
     await odgmLeader(single, "raft1/0");
+    // Partition p of the sharded collection led by node p + 1: each node leads one.
+    for (let p = 0; p < SHARDS; p++) await moveLeader(cluster, `sharded/${p}`, p + 1);
+    const shardLeaders = cluster.slice(0, SHARDS);
+    const shardedSum = async (): Promise<number> => {
+      let sum = 0;
+      for (const [p, n] of shardLeaders.entries()) sum += await versionSum(n.client, "sharded", p);
+      return sum;
+    };
     const etcdPort = await etcd.leaderPort();
     const clusterPids = cluster.map((n) => n.child.pid);
     const etcdPids = etcd.members.map((m) => m.child.pid);
@@ -459,8 +542,28 @@ async function main(): Promise<void> {
       pids: readonly number[],
       counter: () => Promise<number>,
       p = setValue,
-    ) => grpcLoad({ bin, port, path: p, body, inflight: 64, pids, counter, maxRequests: DISTINCT });
+    ) =>
+      grpcLoad({
+        bin,
+        targets: [{ port, body, inflight: 64 }],
+        path: p,
+        pids,
+        counter,
+        maxRequests: DISTINCT,
+      });
     await fill(leader.port, replicated, clusterPids, () => versionSum(leader.client, "replicated"));
+    await grpcLoad({
+      bin,
+      targets: shardLeaders.map((n, p) => ({
+        port: n.port,
+        body: shardBodies[p] as string,
+        inflight: inflightOf(p),
+      })),
+      path: setValue,
+      pids: clusterPids,
+      counter: shardedSum,
+      maxRequests: perPartition,
+    });
     await fill(one.port, basicBody, [one.child.pid], () => versionSum(one.client, "plain"));
     await fill(one.port, raft1Body, [one.child.pid], () => versionSum(one.client, "raft1"));
     await fill(etcdPort, etcdBody, etcdPids, () => etcd.revision(), "/etcdserverpb.KV/Put");
@@ -474,10 +577,8 @@ async function main(): Promise<void> {
           measure: () =>
             grpcLoad({
               bin,
-              port: leader.port,
+              targets: [{ port: leader.port, body: replicated, inflight }],
               path: setValue,
-              body: replicated,
-              inflight,
               pids: clusterPids,
               counter: () => versionSum(leader.client, "replicated"),
             }),
@@ -488,10 +589,8 @@ async function main(): Promise<void> {
           measure: () =>
             grpcLoad({
               bin,
-              port: etcdPort,
+              targets: [{ port: etcdPort, body: etcdBody, inflight }],
               path: "/etcdserverpb.KV/Put",
-              body: etcdBody,
-              inflight,
               pids: etcdPids,
               counter: () => etcd.revision(),
             }),
@@ -500,15 +599,29 @@ async function main(): Promise<void> {
     }
     subjects.push(
       {
+        id: "odgm3-sharded/64",
+        what: `odgm, 3 nodes, raft collection of ${SHARDS} partitions with 3 replicas, each partition led by another node; SetValue to each partition's leader (a partition-aware client: one generator per leader), 64 in flight in all`,
+        measure: () =>
+          grpcLoad({
+            bin,
+            targets: shardLeaders.map((n, p) => ({
+              port: n.port,
+              body: shardBodies[p] as string,
+              inflight: inflightOf(p),
+            })),
+            path: setValue,
+            pids: clusterPids,
+            counter: shardedSum,
+          }),
+      },
+      {
         id: "odgm3-follower/64",
         what: "odgm, 3 nodes, SetValue to a follower (forwarded to the leader), 64 in flight",
         measure: () =>
           grpcLoad({
             bin,
-            port: follower.port,
+            targets: [{ port: follower.port, body: replicated, inflight: 64 }],
             path: setValue,
-            body: replicated,
-            inflight: 64,
             pids: clusterPids,
             counter: () => versionSum(leader.client, "replicated"),
           }),
@@ -524,10 +637,8 @@ async function main(): Promise<void> {
         measure: () =>
           grpcLoad({
             bin,
-            port: one.port,
+            targets: [{ port: one.port, body, inflight: 64 }],
             path: setValue,
-            body,
-            inflight: 64,
             pids: [one.child.pid],
             counter: () => versionSum(one.client, cls),
           }),

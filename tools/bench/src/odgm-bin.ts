@@ -83,10 +83,11 @@ export function checkComm(pid: number, want: string): void {
     throw new Error(`pid ${pid} is "${comm}", expected the ${want} server itself`);
 }
 
-/** Live objects of partition 0 of `cls` and the sum of their versions (ListObjects, all pages). */
+/** Live objects of one partition of `cls` and the sum of their versions (ListObjects, all pages). */
 export async function odgmListing(
   c: Client<typeof DataService>,
   cls: string,
+  partition = 0,
 ): Promise<{ count: number; versionSum: number }> {
   let count = 0;
   let versionSum = 0;
@@ -95,7 +96,7 @@ export async function odgmListing(
     let next: Uint8Array | undefined;
     for await (const e of c.listObjects({
       clsId: cls,
-      partitionId: 0,
+      partitionId: partition,
       limit: 1024,
       ...(cursor === undefined ? {} : { cursor }),
     })) {
