@@ -29,6 +29,7 @@ import { createClusterServiceImpl, registerClusterRoutes } from "./cluster/clust
 import { type ClusterHooks, ClusterNode } from "./cluster/cluster-node.js";
 import { createPartitionRouter } from "./cluster/partition-router.js";
 import { RAFT_STREAM_PATH } from "./cluster/raft-transport.js";
+import { decodeRaftBatch } from "./cluster/raft-wire.js";
 import {
   type CollectionRegistry,
   openCollectionRegistry,
@@ -403,8 +404,14 @@ export async function startOdgm(
         { service: CollectionService, impl: createCollectionServiceImpl(collectionAdmin) },
         { service: ClusterService, impl: createClusterServiceImpl(clusterNode) },
         { service: MaintenanceService, impl: maintenance },
-        // The Raft stream (client streaming) on the fast path: one decode per batch.
-        { service: RaftService, impl: clusterNode.raftService(), streams: true },
+        // The Raft stream (client streaming) on the fast path: one decode per batch, by
+        // raft-wire's reader rather than protobuf-es's reflective one.
+        {
+          service: RaftService,
+          impl: clusterNode.raftService(),
+          streams: true,
+          decoders: { stream: decodeRaftBatch },
+        },
         {
           service: WatchService,
           impl: createWatchServiceImpl({

@@ -494,7 +494,8 @@ export function createRaftServiceImpl(options: RaftServiceOptions): {
       }
       if (!options.deliver(env.group, m, env.quiesce)) unknown.add(env.group);
     }
-    return create(RaftBatchAckSchema, { unknownGroups: [...unknown] });
+    // A literal, not protobuf-es's reflective create(): this runs for every batch received.
+    return { $typeName: "oprc.RaftBatchAck", unknownGroups: [...unknown] };
   };
   return {
     receive,

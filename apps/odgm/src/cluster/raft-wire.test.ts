@@ -1,5 +1,6 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
+  type RaftBatch,
   RaftBatchSchema,
   RaftEntryType,
   type RaftMessage,
@@ -10,7 +11,8 @@ import {
 import { createMessage, type Message, type MessageType } from "@oprc/raft-log";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeRaftBatch, fromWireMessage, RaftWireError } from "./raft-wire.js";
+import { checkHandDecoder } from "../../test/fixtures/hand-decoder.js";
+import { decodeRaftBatch, encodeRaftBatch, fromWireMessage, RaftWireError } from "./raft-wire.js";
 
 const types: MessageType[] = [
   "prop",
@@ -236,5 +238,115 @@ describe("raft wire codec", () => {
         snapshot: create(RaftSnapshotSchema, { data: new Uint8Array(5) }),
       }),
     ).toThrow(/exceeds its total/);
+  });
+
+  describe("decodeRaftBatch", () => {
+    const u64 = fc.bigInt({ min: 0n, max: 2n ** 64n - 1n });
+    const wideBytes = fc.uint8Array({ maxLength: 40 });
+    /** Any batch protobuf-es can write: every field, any uint64, any enum number. */
+    const anyBatch: fc.Arbitrary<RaftBatch> = fc
+      .record({
+        fromNode: u64,
+        toNode: u64,
+        fromIncarnation: u64,
+        toIncarnation: u64,
+        messages: fc.array(
+          fc.record({
+            group: fc.string({ maxLength: 12, unit: "grapheme" }),
+            quiesce: fc.boolean(),
+            message: fc.option(
+              fc.record({
+                type: fc.integer({ min: 0, max: 40 }),
+                from: u64,
+                to: u64,
+                term: u64,
+                logTerm: u64,
+                index: u64,
+                entries: fc.array(
+                  fc.record({
+                    index: u64,
+                    term: u64,
+                    type: fc.integer({ min: 0, max: 3 }),
+                    data: wideBytes,
+                  }),
+                  { maxLength: 4 },
+                ),
+                commit: u64,
+                reject: fc.boolean(),
+                rejectHint: u64,
+                context: wideBytes,
+                snapshot: fc.option(
+                  fc.record({
+                    index: u64,
+                    term: u64,
+                    data: wideBytes,
+                    confState: fc.option(
+                      fc.record({
+                        voters: fc.array(u64, { maxLength: 4 }),
+                        learners: fc.array(u64, { maxLength: 3 }),
+                        votersOutgoing: fc.array(u64, { maxLength: 3 }),
+                        learnersNext: fc.array(u64, { maxLength: 2 }),
+                        autoLeave: fc.boolean(),
+                      }),
+                      { nil: undefined },
+                    ),
+                  }),
+                  { nil: undefined },
+                ),
+                chunkOffset: u64,
+                chunkTotal: u64,
+              }),
+              { nil: undefined },
+            ),
+          }),
+          { maxLength: 4 },
+        ),
+      })
+      .map((init) => create(RaftBatchSchema, init as never));
+
+    it("reads every batch as protobuf-es reads it; damaged ones refused or read alike", () => {
+      checkHandDecoder(RaftBatchSchema, decodeRaftBatch, anyBatch);
+    });
+
+    it("reads what the encoder writes into the core's messages", () => {
+      fc.assert(
+        fc.property(
+          fc.array(fc.record({ group: groupArb, message: messageArb }), { maxLength: 4 }),
+          (messages) => {
+            const back = decodeRaftBatch(encodeRaftBatch(1, 2, messages));
+            expect(
+              back.messages.map((e) => ({
+                group: e.group,
+                message: fromWireMessage(e.message ?? create(RaftMessageSchema)),
+              })),
+            ).toEqual(messages);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+
+    it("refuses malformed batches with the reason", () => {
+      const ok = toBinary(
+        RaftBatchSchema,
+        create(RaftBatchSchema, {
+          toNode: 2n,
+          messages: [{ group: "g", message: { type: RaftMessageType.APP, term: 1n } }],
+        }),
+      );
+      expect(decodeRaftBatch(ok).messages[0]?.message?.term).toBe(1n);
+      // toNode (field 2) as a length-delimited field.
+      expect(() => decodeRaftBatch(Uint8Array.of(0x12, 0))).toThrow(/wrong wire type/);
+      // An envelope whose length runs past the end.
+      expect(() => decodeRaftBatch(Uint8Array.of(0x1a, 9, 0x0a))).toThrow(/past the end/);
+      // An envelope with two messages (protobuf would merge them; no node sends that).
+      expect(() => decodeRaftBatch(Uint8Array.of(0x1a, 4, 0x12, 0, 0x12, 0))).toThrow(
+        /message given twice/,
+      );
+      // A varint that never ends.
+      expect(() => decodeRaftBatch(Uint8Array.of(0x08, 0xff, 0xff))).toThrow();
+      // An unknown field (16, varint) is skipped.
+      expect(decodeRaftBatch(Uint8Array.of(0x80, 0x01, 5, 0x10, 2)).toNode).toBe(2n);
+    });
   });
 });

@@ -7,7 +7,7 @@ import { Code, type ConnectError } from "@connectrpc/connect";
 import { type RaftEnvelope, RaftEnvelopeSchema } from "@oprc/grpc-api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { frameMessage, GrpcMessageReader } from "./grpc-framing.js";
+import { frameMessage, GrpcMessageReader, schemaDecoder } from "./grpc-framing.js";
 
 const frame = frameMessage;
 const envelope = (group: string) =>
@@ -21,7 +21,9 @@ async function read(
 ): Promise<{ groups: string[]; error: ConnectError | undefined; told: ConnectError[] }> {
   const input = new PassThrough();
   const told: ConnectError[] = [];
-  const reader = new GrpcMessageReader(input, RaftEnvelopeSchema, maxBytes, (e) => told.push(e));
+  const reader = new GrpcMessageReader(input, schemaDecoder(RaftEnvelopeSchema), maxBytes, (e) =>
+    told.push(e),
+  );
   const at = [...new Set(cuts.map((c) => Math.floor(c * bytes.length)))].sort((a, b) => a - b);
   let from = 0;
   for (const to of [...at, bytes.length]) {
@@ -98,7 +100,9 @@ describe("GrpcMessageReader", () => {
   it("an oversized frame is refused from its header, before its bytes arrive", async () => {
     const input = new PassThrough();
     const told: ConnectError[] = [];
-    const reader = new GrpcMessageReader(input, RaftEnvelopeSchema, 1000, (e) => told.push(e));
+    const reader = new GrpcMessageReader(input, schemaDecoder(RaftEnvelopeSchema), 1000, (e) =>
+      told.push(e),
+    );
     const head = Buffer.alloc(5);
     head.writeUInt32BE(1 << 30, 1);
     input.write(head);
@@ -109,7 +113,12 @@ describe("GrpcMessageReader", () => {
 
   it("pauses the input while the handler falls behind, and resumes as it reads", async () => {
     const input = new PassThrough();
-    const reader = new GrpcMessageReader(input, RaftEnvelopeSchema, 1 << 20, () => undefined);
+    const reader = new GrpcMessageReader(
+      input,
+      schemaDecoder(RaftEnvelopeSchema),
+      1 << 20,
+      () => undefined,
+    );
     for (let i = 0; i < 40; i++) input.write(envelope(String(i)));
     await new Promise((r) => setImmediate(r));
     expect(input.isPaused()).toBe(true);
@@ -122,7 +131,12 @@ describe("GrpcMessageReader", () => {
 
   it("a stream closed before its end ends the iteration with CANCELED", async () => {
     const input = new PassThrough();
-    const reader = new GrpcMessageReader(input, RaftEnvelopeSchema, 1 << 20, () => undefined);
+    const reader = new GrpcMessageReader(
+      input,
+      schemaDecoder(RaftEnvelopeSchema),
+      1 << 20,
+      () => undefined,
+    );
     input.write(envelope("a"));
     input.destroy();
     const seen: string[] = [];

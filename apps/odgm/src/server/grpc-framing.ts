@@ -41,15 +41,23 @@ export function refuseFrameHeader(frame: Buffer, maxBytes: number): ConnectError
  * The message of a frame's payload. Bytes that do not parse are the client's error
  * (INVALID_ARGUMENT, as connect-node answers, patched: see pnpm-workspace.yaml).
  */
-export function decodeFrame(desc: DescMessage, payload: Uint8Array): Message {
+export function decodeFrame(decode: MessageDecoder, payload: Uint8Array): Message {
   try {
-    return fromBinary(desc, payload);
+    return decode(payload);
   } catch (err) {
     throw new ConnectError(
       `parse binary: ${err instanceof Error ? err.message : String(err)}`,
       Code.InvalidArgument,
     );
   }
+}
+
+/** Reads one message of a type from its protobuf bytes; throws on bytes that do not parse. */
+export type MessageDecoder = (bytes: Uint8Array) => Message;
+
+/** protobuf-es's reader of messages of `desc` (reflective: it walks the schema). */
+export function schemaDecoder(desc: DescMessage): MessageDecoder {
+  return (bytes) => fromBinary(desc, bytes);
 }
 
 /** A request body that ends inside a frame. */
@@ -84,7 +92,7 @@ export class GrpcMessageReader implements AsyncIterableIterator<Message> {
 
   constructor(
     private readonly input: Readable,
-    private readonly desc: DescMessage,
+    private readonly decode: MessageDecoder,
     private readonly maxBytes: number,
     private readonly onError: (err: ConnectError) => void,
   ) {
@@ -155,7 +163,7 @@ export class GrpcMessageReader implements AsyncIterableIterator<Message> {
       const length = buf.readUInt32BE(1);
       if (buf.length < 5 + length) break;
       try {
-        this.queue.push(decodeFrame(this.desc, buf.subarray(5, 5 + length)));
+        this.queue.push(decodeFrame(this.decode, buf.subarray(5, 5 + length)));
       } catch (err) {
         this.stop(err as ConnectError);
         return;

@@ -19,6 +19,7 @@ import {
   ValueResponseSchema,
 } from "@oprc/grpc-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { decodeRaftBatch } from "../cluster/raft-wire.js";
 import { frameMessage } from "./grpc-framing.js";
 import { createGrpcUnaryFastPath, type GrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
 
@@ -315,6 +316,44 @@ describe("createGrpcUnaryFastPath, client streams", () => {
       expect(ack(a)).toEqual(["7"]);
     } finally {
       stopAfter = Number.POSITIVE_INFINITY;
+    }
+  });
+
+  it("reads the messages with the service's own decoder when it has one", async () => {
+    const decoded: number[] = [];
+    active = createGrpcUnaryFastPath({
+      services: [
+        {
+          service: RaftService,
+          impl: raft,
+          streams: true,
+          decoders: {
+            stream: (bytes) => {
+              decoded.push(bytes.length);
+              if (bytes.length === 0) throw new Error("nothing to read");
+              return decodeRaftBatch(bytes);
+            },
+          },
+        },
+      ],
+      readMaxBytes: 1024,
+      writeMaxBytes: 1024,
+      interceptors: [],
+    });
+    try {
+      seen.length = 0;
+      const a = await stream([batch(8n), batch(9n)]);
+      expect(seen).toEqual([8n, 9n]);
+      expect(ack(a)).toEqual(["8", "9"]);
+      expect(decoded).toEqual([batch(8n).length - 5, batch(9n).length - 5]);
+      // What the decoder refuses is the client's error, as protobuf-es's refusals are.
+      const bad = await stream([frame(new Uint8Array(0))]);
+      expect(bad.trailers["grpc-status"]).toBe(String(Code.InvalidArgument));
+      expect(decodeURIComponent(String(bad.trailers["grpc-message"]))).toBe(
+        "parse binary: nothing to read",
+      );
+    } finally {
+      active = fast;
     }
   });
 

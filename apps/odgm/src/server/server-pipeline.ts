@@ -24,6 +24,7 @@ import { dropUnrepresentableDeadline } from "./deadline-headers.js";
 import type { DualRequestHandler, Http2StreamHandler } from "./dual-protocol-server.js";
 import { createGrpcUnaryFastPath, type FastPathService } from "./grpc-unary-fast-path.js";
 import { createInProcessClient } from "./in-process-client.js";
+import { decodeSetKeyRequest } from "./request-decoders.js";
 
 /** A service the node serves besides DataService, OprcFunction and Health. */
 export interface ServedService {
@@ -31,6 +32,8 @@ export interface ServedService {
   readonly impl: object;
   /** Serve its server streams on the fast path too (see {@link FastPathService.streams}). */
   readonly streams?: boolean;
+  /** Hand-written request readers on the fast path (see {@link FastPathService.decoders}). */
+  readonly decoders?: FastPathService["decoders"];
 }
 
 /** Options of {@link createServerPipeline}. */
@@ -97,9 +100,15 @@ export function createServerPipeline(o: ServerPipelineOptions): ServerPipeline {
     { service: DataService, impl: dataImpl },
     { service: OprcFunction, impl: functionsImpl },
   ];
-  // DataService's streams (ListValues, ListObjects) go on the fast path too.
+  // DataService's streams (ListValues, ListObjects) go on the fast path too; SetValue's
+  // request, the hottest write, is read by hand.
   const fastServices: FastPathService[] = [
-    { service: DataService, impl: dataImpl, streams: true },
+    {
+      service: DataService,
+      impl: dataImpl,
+      streams: true,
+      decoders: { setValue: decodeSetKeyRequest },
+    },
     { service: OprcFunction, impl: functionsImpl },
     ...o.services,
   ];
