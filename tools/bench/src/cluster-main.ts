@@ -3,10 +3,11 @@
 // driven by the same C load generator (grpc-load) at 1 and 64 requests in flight, in the
 // same run; plus one odgm node serving a `basic` collection next to a one-replica `raft`
 // collection (what Raft itself costs on one node), and a sharded raft collection (three
-// partitions, each led by another node) written by a partition-aware client. Every server writes durably (odgm: WAL
-// synced, Raft log synced; etcd: WAL fsync). Load goes to the group's leader (etcd: its
-// leader) unless the subject says otherwise; server CPU is the sum over every member's
-// process (utime + stime from /proc) in the measured window, per successful write.
+// partitions, each led by another node) written by a partition-aware client. Every
+// server writes durably (odgm: WAL synced, Raft log synced; etcd: WAL fsync). Load goes to
+// the group's leader (etcd: its leader) unless the subject says otherwise; server CPU is
+// the sum over every member's process (utime + stime from /proc) in the measured window,
+// per successful write.
 // Every round runs every subject once, in a fresh order. Each measurement is checked:
 // odgm's object versions (etcd's revision) rose by exactly the successes the generator saw.
 import { execFile, spawn } from "node:child_process";
@@ -525,6 +526,11 @@ async function main(): Promise<void> {
     // Partition p of the sharded collection led by node p + 1: each node leads one.
     for (let p = 0; p < SHARDS; p++) await moveLeader(cluster, `sharded/${p}`, p + 1);
     const shardLeaders = cluster.slice(0, SHARDS);
+    const shardTargets: LoadTarget[] = shardLeaders.map((n, p) => ({
+      port: n.port,
+      body: shardBodies[p] as string,
+      inflight: inflightOf(p),
+    }));
     const shardedSum = async (): Promise<number> => {
       let sum = 0;
       for (const [p, n] of shardLeaders.entries()) sum += await versionSum(n.client, "sharded", p);
@@ -554,11 +560,7 @@ async function main(): Promise<void> {
     await fill(leader.port, replicated, clusterPids, () => versionSum(leader.client, "replicated"));
     await grpcLoad({
       bin,
-      targets: shardLeaders.map((n, p) => ({
-        port: n.port,
-        body: shardBodies[p] as string,
-        inflight: inflightOf(p),
-      })),
+      targets: shardTargets,
       path: setValue,
       pids: clusterPids,
       counter: shardedSum,
@@ -604,11 +606,7 @@ async function main(): Promise<void> {
         measure: () =>
           grpcLoad({
             bin,
-            targets: shardLeaders.map((n, p) => ({
-              port: n.port,
-              body: shardBodies[p] as string,
-              inflight: inflightOf(p),
-            })),
+            targets: shardTargets,
             path: setValue,
             pids: clusterPids,
             counter: shardedSum,
