@@ -820,6 +820,24 @@ describe("RaftGroup", () => {
     expect(leader.status().applied).toBe(lastIndex);
   });
 
+  it("a leader writes the proposals of one turn of the event loop in one Ready", async () => {
+    const store = holdingStore();
+    const c = await cluster([1], 10_000, undefined, 0, undefined, { storage: () => store.storage });
+    const g = c.leader() as RaftGroup<number>;
+    await until(() => g.status().applied === g.status().lastIndex);
+    const writes: number[][] = [];
+    const save = store.storage.save;
+    store.storage.save = (batch) => {
+      const entries = batch.entries ?? [];
+      if (entries.length > 0) writes.push(entries.map((e) => e.index));
+      return save(batch);
+    };
+    const first = g.status().lastIndex + 1;
+    const results = await Promise.all(["a", "b", "c"].map((v) => g.propose(enc.encode(v))));
+    expect(results.map((r) => r.result)).toEqual([1, 2, 3]);
+    expect(writes).toEqual([[first, first + 1, first + 2]]);
+  });
+
   it("applies committed entries it holds while the next log write is in flight", async () => {
     const store = holdingStore();
     const c = await cluster([1], 10_000, undefined, 0, undefined, { storage: () => store.storage });

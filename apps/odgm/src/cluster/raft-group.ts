@@ -227,6 +227,11 @@ function answersLeader(m: Message, role: RaftStatus["role"]): boolean {
   return role === "leader" && (m.type === "heartbeat_resp" || (m.type === "app_resp" && !m.reject));
 }
 
+/** Resolves in the event loop's check phase, after the I/O of the current turn. */
+function endOfTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** True when every message is of type `type` (such a batch may carry a quiescence mark). */
 function onlyOf(messages: readonly Message[], type: Message["type"]): boolean {
   for (const m of messages) if (m.type !== type) return false;
@@ -860,12 +865,24 @@ export class RaftGroup<R> {
     this.reads.clear();
   }
 
+  /**
+   * Starts a drain of the core's Readys unless one runs (it loops again) or there is nothing
+   * to do. A leader's drain starts at the end of the event loop's turn: what arrives in one
+   * turn (requests read from many sockets, every follower's answer to the last batch) goes
+   * out in one Ready and one log write.
+   */
   private kick(): void {
     if (this.running !== undefined) {
       this.again = true;
       return;
     }
-    this.running = this.drain().finally(() => {
+    if (!this.raft.hasReady()) {
+      this.noticeCommit();
+      return;
+    }
+    const drained =
+      this.raft.role === "leader" ? endOfTurn().then(() => this.drain()) : this.drain();
+    this.running = drained.finally(() => {
       this.running = undefined;
       if (this.again && !this.closed) {
         this.again = false;
