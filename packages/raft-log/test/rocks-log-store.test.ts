@@ -311,6 +311,39 @@ describe("RocksDB log store specifics", () => {
     }
   });
 
+  it("starts a batch when its scheduler runs it; a save is queued in the call that makes it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+    try {
+      const database = await openRocksLogDatabase({ path: dir });
+      const starts: (() => void)[] = [];
+      const committer = createGroupCommitter(database, {
+        schedule: (start) => starts.push(start),
+      });
+      const stores = await Promise.all(
+        ["a", "b", "c"].map((groupId) => createRocksLogStore({ database, groupId, committer })),
+      );
+      // The first save waits for the writer to open, then asks for a start.
+      const first = (stores[0] as LogStore).save({ entries: [ent(1, 1)] });
+      for (let i = 0; i < 1000 && starts.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      starts.shift()?.();
+      await first;
+      // Once it is open, saves made in one pass are queued at once (no await in between):
+      // the scheduler is asked for a start before the pass ends, and one batch takes them all.
+      const before = committer.stats().batches;
+      const saves = stores.map((s, i) => s.save({ entries: [ent(i === 0 ? 2 : 1, 1)] }));
+      expect(starts).toHaveLength(1);
+      starts.shift()?.();
+      await Promise.all(saves);
+      expect(committer.stats().batches - before).toBe(1);
+      await committer.close();
+      await database.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   for (const thread of ["worker", "main"] as const) {
     it(`joins saves made while a batch is in flight into the next batch (${thread})`, async () => {
       const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));

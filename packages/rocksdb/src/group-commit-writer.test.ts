@@ -185,6 +185,29 @@ describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (w
   });
 });
 
+describe("scheduling", () => {
+  it("starts a group when its scheduler runs it, and the calls queued until then share it", async () => {
+    const base = await fresh({ writeThread: "main" });
+    const { createGroupCommitWriter } = await import("./index.js");
+    const starts: (() => void)[] = [];
+    const writer = await createGroupCommitWriter({
+      db: base.db,
+      columns: ["a"],
+      thread: "main",
+      schedule: (start) => starts.push(start),
+    });
+    const calls = [writer.write([put("a", "x", "1")]), writer.write([put("a", "y", "2")])];
+    expect(starts).toHaveLength(1);
+    // Turns go by: nothing is written until the scheduler starts the group.
+    await new Promise((r) => setTimeout(r, 10));
+    expect(writer.stats().batches).toBe(0);
+    starts[0]?.();
+    await Promise.all(calls);
+    expect(writer.stats()).toMatchObject({ batches: 1, maxBatchCalls: 2 });
+    await writer.close();
+  });
+});
+
 describe("the write worker", () => {
   it("keeps nothing of a batch once it is written", async () => {
     // Each batch is sent to the worker in its own buffer; 384 batches of 512 KiB. A worker

@@ -95,6 +95,14 @@ export interface GroupCommitWriterOptions {
    * 63 µs through the worker, measured). Default 256 KiB; 0 sends every batch to the worker.
    */
   readonly inlineUnsyncedBytes?: number;
+  /**
+   * Defers the start of a group when a call finds the writer idle. Default `setImmediate`:
+   * the calls of one turn of the event loop share the group. A caller that defers its own
+   * work to the end of a turn passes its scheduler, one that runs work deferred from inside
+   * that work in the same check phase: an immediate queued while immediates run waits for the
+   * next turn, after its I/O.
+   */
+  readonly schedule?: (start: () => void) => void;
   /** For tests: called before each batch is written; throwing fails the batch. */
   readonly beforeBatch?: (calls: number) => void;
 }
@@ -343,6 +351,7 @@ export async function createGroupCommitWriter(
   const maxCalls = o.maxBatchCalls ?? 4096;
   const maxBytes = o.maxBatchBytes ?? 64 * 1024 * 1024;
   const inlineBytes = worker === undefined ? 0 : (o.inlineUnsyncedBytes ?? 256 * 1024);
+  const schedule = o.schedule ?? setImmediate;
   // A stalled or slowed-down RocksDB would hold the calling thread (the event loop) in its
   // write. So would a write that fills a memtable while the previous one is still being
   // flushed (with RocksDB's two write buffers that stops writes at once, no slowdown first):
@@ -431,7 +440,7 @@ export async function createGroupCommitWriter(
       // group is being written, calls simply wait for the next one.
       if (!writing && !scheduled) {
         scheduled = true;
-        setImmediate(pump);
+        schedule(pump);
       }
     });
   };

@@ -88,6 +88,7 @@ import {
   peerSession,
 } from "./raft-transport.js";
 import { createRequestBatcher, type RequestBatcher } from "./request-batcher.js";
+import { atEndOfTurn } from "./turn.js";
 
 /** The metadata group's id. */
 export const META_GROUP = "meta";
@@ -222,8 +223,9 @@ async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): P
   const path = join(dataDir, "raft");
   mkdirSync(path, { recursive: true });
   const database = await openRocksLogDatabase({ path });
-  // Many groups, one fsync: every group's Ready joins the batch in flight.
-  const committer = createGroupCommitter(database);
+  // Many groups, one fsync: every group's Ready joins the batch in flight. A batch starts in
+  // the end-of-turn pass in which the leaders' Readys run (turn.ts).
+  const committer = createGroupCommitter(database, { schedule: atEndOfTurn });
   return {
     open: (groupId) => createRocksLogStore({ database, groupId, committer }),
     erase: async (groupId) => (await createRocksLogStore({ database, groupId, committer })).erase(),

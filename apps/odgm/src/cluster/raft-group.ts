@@ -32,6 +32,7 @@ import {
 } from "@oprc/raft-log";
 import { planRetention } from "./log-retention.js";
 import { SnapshotFile, syncDir } from "./snapshot-file.js";
+import { atEndOfTurn } from "./turn.js";
 
 /** What a group replicates. Entries are applied in log order, exactly once per index. */
 export interface StateMachine<R> {
@@ -225,11 +226,6 @@ export function mostCaughtUpVoter(
 /** A follower's plain answer to a leader's heartbeat or append: on a leader, no news. */
 function answersLeader(m: Message, role: RaftStatus["role"]): boolean {
   return role === "leader" && (m.type === "heartbeat_resp" || (m.type === "app_resp" && !m.reject));
-}
-
-/** Resolves in the event loop's check phase, after the I/O of the current turn. */
-function endOfTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** True when every message is of type `type` (such a batch may carry a quiescence mark). */
@@ -867,9 +863,9 @@ export class RaftGroup<R> {
 
   /**
    * Starts a drain of the core's Readys unless one runs (it loops again) or there is nothing
-   * to do. A leader's drain starts at the end of the event loop's turn: what arrives in one
-   * turn (requests read from many sockets, every follower's answer to the last batch) goes
-   * out in one Ready and one log write.
+   * to do. A leader's drain starts at the end of the event loop's turn ({@link atEndOfTurn}):
+   * what arrives in one turn (requests read from many sockets, every follower's answer to the
+   * last batch) goes out in one Ready and one log write.
    */
   private kick(): void {
     if (this.running !== undefined) {
@@ -880,8 +876,16 @@ export class RaftGroup<R> {
       this.noticeCommit();
       return;
     }
+    // Started from inside the end-of-turn pass (not a microtask after it), so the appends
+    // and the log write this Ready defers leave in the same pass (turn.ts).
     const drained =
-      this.raft.role === "leader" ? endOfTurn().then(() => this.drain()) : this.drain();
+      this.raft.role === "leader"
+        ? new Promise<void>((resolve, reject) => {
+            atEndOfTurn(() => {
+              this.drain().then(resolve, reject);
+            });
+          })
+        : this.drain();
     this.running = drained.finally(() => {
       this.running = undefined;
       if (this.again && !this.closed) {

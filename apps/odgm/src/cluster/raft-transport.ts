@@ -17,6 +17,7 @@ import type { Message } from "@oprc/raft-log";
 import { frameMessage } from "../server/grpc-framing.js";
 import { IncomingHeaders } from "../server/lazy-headers.js";
 import { encodeRaftBatch, fromWireMessage, type GroupMessage, isWireMessage } from "./raft-wire.js";
+import { atEndOfTurn } from "./turn.js";
 
 /** The path of the Raft stream (`oprc.RaftService/Stream`). */
 export const RAFT_STREAM_PATH: string = `/${RaftService.typeName}/${RaftService.method.stream.name}`;
@@ -125,7 +126,7 @@ interface Peer {
   session: Http2SessionManager | undefined;
   url: string | undefined;
   stream: PeerStream | undefined;
-  /** A flush is queued for the end of this turn (setImmediate). */
+  /** A flush is queued for the end of this turn ({@link atEndOfTurn}). */
   flushQueued: boolean;
   /** A batch was written since the last {@link RaftTransport.keepAlive}. */
   wrote: boolean;
@@ -382,10 +383,12 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       for (const p of touched) {
         if (p.retryAt > Date.now()) schedule(p);
         else if (!p.stream?.busy && p.timer === undefined && !p.flushQueued) {
-          // Let the rest of this turn's messages (other groups) join the batch. setImmediate,
-          // not setTimeout(0): a timer waits at least 1 ms, paid on every hop of a commit.
+          // Let the rest of this turn's messages (other groups) join the batch. At the end of
+          // the turn, not setTimeout(0): a timer waits at least 1 ms, paid on every hop of a
+          // commit; and a leader's appends, sent from its end-of-turn Ready, leave in that
+          // same pass rather than a turn later (turn.ts).
           p.flushQueued = true;
-          setImmediate(() => {
+          atEndOfTurn(() => {
             p.flushQueued = false;
             flush(p);
           });

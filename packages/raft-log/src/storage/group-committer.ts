@@ -35,6 +35,13 @@ export interface GroupCommitterOptions {
    * fsync does not block the Raft groups' JS thread; `"main"`: on the calling thread.
    */
   readonly thread?: "worker" | "main";
+  /**
+   * Defers the start of a batch (`@oprc/rocksdb`'s `GroupCommitWriterOptions.schedule`).
+   * Default `setImmediate`: the saves of one turn of the event loop share a batch. A driver
+   * that defers its groups' Readys to the end of a turn passes the scheduler it uses, so
+   * their saves start in that pass rather than a turn later.
+   */
+  readonly schedule?: (start: () => void) => void;
 }
 
 /**
@@ -69,6 +76,7 @@ export function createGroupCommitter(
     thread,
     ...(access === undefined ? {} : { access }),
     maxBatchCalls: options.maxBatch ?? 1024,
+    ...(options.schedule === undefined ? {} : { schedule: options.schedule }),
   });
   writer.catch(() => undefined);
   let closed = false;
@@ -87,7 +95,9 @@ export function createGroupCommitter(
     async write(ops) {
       if (closed) throw new RaftError("invalid_state", "group committer is closed");
       try {
-        await (await writer).write(
+        // Once open, the writer is called at once (no await): a save made in a scheduler's
+        // pass is queued in that pass, and its batch starts there.
+        await (last ?? (await writer)).write(
           ops.map((op) => ({ column: database.columnName, ...op })),
           { sync: true },
         );
