@@ -327,6 +327,7 @@ describe("RocksDB log store specifics", () => {
       for (let i = 0; i < 1000 && starts.length === 0; i++) {
         await new Promise((r) => setTimeout(r, 2));
       }
+      expect(starts).toHaveLength(1);
       starts.shift()?.();
       await first;
       // Once it is open, saves made in one pass are queued at once (no await in between):
