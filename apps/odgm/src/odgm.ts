@@ -474,6 +474,11 @@ export async function startOdgm(
           metrics.raftPeerMessages.set({ peer, outcome: "dropped" }, t.dropped);
           metrics.raftPeerBatches.set({ peer }, t.batches);
         }
+        if (cluster.log !== undefined) {
+          const { batches, inlineBatches } = cluster.log;
+          metrics.raftLogBatches.set({ thread: "event_loop" }, inlineBatches);
+          metrics.raftLogBatches.set({ thread: "worker" }, batches - inlineBatches);
+        }
         for (const st of cluster.groups) {
           metrics.raftTerm.set({ group: st.group }, st.term);
           metrics.raftLeader.set({ group: st.group }, st.role === "leader" ? 1 : 0);

@@ -196,6 +196,44 @@ describe("a three-node cluster", () => {
     expect(perFollower).toBeLessThan(writes / 4);
   });
 
+  it("writes a follower's Raft log on its event loop, and a leader's with writes in flight on the write worker", async () => {
+    const status = (await (await fetch(`${cluster.url(1)}/api/cluster`)).json()) as {
+      groups: { group: string; leader: number }[];
+    };
+    const leader = status.groups.find((g) => g.group === "kv/0")?.leader as number;
+    const batches = async (id: number) => {
+      const text = await (await fetch(`${cluster.url(id)}/metrics`)).text();
+      const of = (thread: string) =>
+        Number(
+          text.match(
+            new RegExp(`^odgm_raft_log_batches\\{thread="${thread}"\\} (\\d+)$`, "m"),
+          )?.[1],
+        );
+      return { inline: of("event_loop"), worker: of("worker") };
+    };
+    const ids = [1, 2, 3];
+    const before = await Promise.all(ids.map(batches));
+    const client = data(leader);
+    await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        client.setValue({
+          clsId: "kv",
+          partitionId: 0,
+          objectIdStr: `inline-${i}`,
+          keyStr: "k",
+          value: { data: enc.encode(String(i)) },
+        }),
+      ),
+    );
+    const after = await Promise.all(ids.map(batches));
+    for (const [i, id] of ids.entries()) {
+      const was = before[i] as { inline: number; worker: number };
+      const now = after[i] as { inline: number; worker: number };
+      if (id === leader) expect(now.worker - was.worker, `leader ${id}`).toBeGreaterThan(0);
+      else expect(now.inline - was.inline, `follower ${id}`).toBeGreaterThan(0);
+    }
+  });
+
   it("reports members, leaders and indexes on /api/cluster", async () => {
     const status = (await (await fetch(`${cluster.url(1)}/api/cluster`)).json()) as {
       members: { id: number }[];

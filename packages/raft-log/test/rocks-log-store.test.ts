@@ -345,6 +345,35 @@ describe("RocksDB log store specifics", () => {
     }
   });
 
+  it("writes a batch on the calling thread while inlineSynced says so", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+    try {
+      const database = await openRocksLogDatabase({ path: dir });
+      let inline = false;
+      const committer = createGroupCommitter(database, { inlineSynced: () => inline });
+      const store = await createRocksLogStore({ database, groupId: "g", committer });
+      await store.save({ entries: [ent(1, 1)] });
+      expect(committer.stats()).toMatchObject({ thread: "worker", batches: 1, inlineBatches: 0 });
+      inline = true;
+      await store.save({ entries: [ent(2, 1)] });
+      expect(committer.stats()).toMatchObject({ batches: 2, inlineBatches: 1 });
+      expect(store.lastIndex()).toBe(2);
+      await committer.close();
+      await database.close();
+      // Both saves are in the log when it is opened again.
+      const again = await openRocksLogDatabase({ path: dir });
+      const reopened = await createRocksLogStore({
+        database: again,
+        groupId: "g",
+        committer: createGroupCommitter(again),
+      });
+      expect(reopened.entries(1, 3, Number.MAX_SAFE_INTEGER).map((e) => e.index)).toEqual([1, 2]);
+      await again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   for (const thread of ["worker", "main"] as const) {
     it(`joins saves made while a batch is in flight into the next batch (${thread})`, async () => {
       const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));

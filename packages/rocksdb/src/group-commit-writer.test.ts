@@ -305,6 +305,62 @@ describe("the write worker", () => {
     expect(got.every((v) => v !== undefined)).toBe(true);
   });
 
+  it("writes small synced batches on the calling thread while inlineSynced says so", async () => {
+    const base = await fresh({ writeThread: "main" });
+    const { createGroupCommitWriter, bindingModulePath } = await import("./index.js");
+    const access = {
+      handle: (base.db as unknown as { handle: bigint }).handle,
+      modulePath: bindingModulePath() as string,
+    };
+    let allow = false;
+    let asked = 0;
+    const flushing = { on: false };
+    const db = new Proxy(base.db, {
+      get: (t, p) =>
+        p === "getProperty"
+          ? (name: string) =>
+              name === "rocksdb.num-running-flushes" && flushing.on ? "1" : t.getProperty(name)
+          : Reflect.get(t, p),
+    });
+    const writer = await createGroupCommitWriter({
+      db,
+      columns: ["a"],
+      access,
+      inlineSynced: () => {
+        asked++;
+        return allow;
+      },
+    });
+    await writer.write([put("a", "w", "1")], { sync: true });
+    expect(writer.stats()).toMatchObject({ syncedBatches: 1, inlineSyncedBatches: 0 });
+    allow = true;
+    await writer.write([put("a", "i", "2")], { sync: true });
+    expect(writer.stats()).toMatchObject({ inlineBatches: 1, inlineSyncedBatches: 1 });
+    // Above the inline size, or while RocksDB flushes, the worker writes it all the same.
+    const big = new Uint8Array(300 * 1024).fill(1);
+    await writer.write([{ column: "a", type: "put", key: enc.encode("big"), value: big }]);
+    flushing.on = true;
+    await writer.write([put("a", "f", "3")], { sync: true });
+    flushing.on = false;
+    expect(writer.stats()).toMatchObject({
+      syncedBatches: 4,
+      inlineBatches: 1,
+      inlineSyncedBatches: 1,
+    });
+    // Unsynced batches do not ask.
+    const before = asked;
+    await writer.write([put("a", "u", "4")], { sync: false });
+    expect(asked).toBe(before);
+    expect(writer.stats()).toMatchObject({ inlineBatches: 2, inlineSyncedBatches: 1 });
+    await writer.close();
+    const got = await base.db.getMany(
+      ["w", "i", "big", "f", "u"].map((k) => enc.encode(k)),
+      { column: base.column("a") },
+    );
+    expect(got.every((v) => v !== undefined)).toBe(true);
+    await base.close();
+  });
+
   it("reports no worker heap on the main thread", async () => {
     const db = await fresh({ writeThread: "main" });
     expect(await db.writer.workerHeap()).toBeUndefined();

@@ -4,7 +4,8 @@
 // (one group = one WriteBatch), calls are applied in call order, and a call resolves only
 // after its group's write (and sync) returned. On a worker thread by default, so an fsync
 // never blocks the event loop; a small unsynced group, which waits for no disk, is written
-// on the calling thread instead (see `inlineUnsyncedBytes`).
+// on the calling thread instead (see `inlineUnsyncedBytes`), and so is a small synced one when
+// the caller says its thread may wait for the disk (see `inlineSynced`).
 import { Worker } from "node:worker_threads";
 import type { ColumnHandle, RocksBatchLike, RocksLevelLike } from "./rocks-binding.js";
 import { RocksError } from "./rocks-error.js";
@@ -31,6 +32,8 @@ export interface GroupCommitStats {
   readonly maxBatchCalls: number;
   /** Of the batches, written on the calling thread although a worker writes the others. */
   readonly inlineBatches: number;
+  /** Of those, synced (`inlineSynced`). */
+  readonly inlineSyncedBatches: number;
   /** Where batches are written. */
   readonly thread: "worker" | "main";
 }
@@ -93,8 +96,17 @@ export interface GroupCommitWriterOptions {
    * memtable insert and a WAL append to the page cache: waking the worker and hearing back
    * cost more (an apply batch of 10 Raft entries: 42 µs of CPU per entry inline against
    * 63 µs through the worker, measured). Default 256 KiB; 0 sends every batch to the worker.
+   * The same limit and checks apply to a synced batch that {@link inlineSynced} lets through.
    */
   readonly inlineUnsyncedBytes?: number;
+  /**
+   * With a worker: asked when a synced batch of at most `inlineUnsyncedBytes` starts; `true`
+   * writes it, fsync included, on the calling thread, which waits for the disk. For a caller
+   * that has nothing more urgent to do meanwhile (a Raft node that leads no group with writes
+   * in flight): the worker's round trip costs more CPU than the write (see the package
+   * README). Default: never.
+   */
+  readonly inlineSynced?: () => boolean;
   /**
    * Defers the start of a group when a call finds the writer idle. Default `setImmediate`:
    * the calls of one turn of the event loop share the group. A caller that defers its own
@@ -365,7 +377,14 @@ export async function createGroupCommitWriter(
   let scheduled = false;
   let closed = false;
   let idle: (() => void) | undefined;
-  const counters = { calls: 0, batches: 0, syncedBatches: 0, maxBatchCalls: 0, inlineBatches: 0 };
+  const counters = {
+    calls: 0,
+    batches: 0,
+    syncedBatches: 0,
+    maxBatchCalls: 0,
+    inlineBatches: 0,
+    inlineSyncedBatches: 0,
+  };
 
   const pump = (): void => {
     scheduled = false;
@@ -406,8 +425,14 @@ export async function createGroupCommitWriter(
       o.beforeBatch?.(group.length);
       const range = group[0]?.range;
       if (range !== undefined) started = sink.clear(range);
-      else if (inlineBytes > 0 && !sync && bytes <= inlineBytes && !stalled()) {
+      else if (
+        inlineBytes > 0 &&
+        bytes <= inlineBytes &&
+        (!sync || o.inlineSynced?.() === true) &&
+        !stalled()
+      ) {
         counters.inlineBatches++;
+        if (sync) counters.inlineSyncedBatches++;
         started = direct.batch(group, sync, bytes);
       } else {
         started = sink.batch(group, sync, bytes);

@@ -146,6 +146,16 @@ export interface ClusterStatus {
    */
   readonly replicas: ({ readonly group: string } & ReplicaSet)[];
   readonly transport: PeerTransportStats[];
+  /**
+   * The Raft log's synced write batches (every group's saves share them), and how many were
+   * written on the event loop (`inlineBatches`) instead of the write worker; absent on a
+   * memory node. In the metrics as `odgm_raft_log_batches`.
+   */
+  readonly log?: {
+    readonly batches: number;
+    readonly writes: number;
+    readonly inlineBatches: number;
+  };
 }
 
 const HOSTED_PREFIX = "raft-group/";
@@ -195,10 +205,20 @@ interface LogStorage {
   readonly snapshotDir: string;
   /** Where the groups receive snapshots and keep those being installed (not emptied). */
   readonly installDir: string;
+  /** The log's synced write batches (`ClusterStatus.log`); none on a memory node. */
+  stats?(): NonNullable<ClusterStatus["log"]>;
   close(): Promise<void>;
 }
 
-async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): Promise<LogStorage> {
+/**
+ * Opens the Raft log. `idle`: whether the node's event loop may wait for a log write's fsync
+ * (the committer's `inlineSynced`).
+ */
+async function openLogStorage(
+  storage: "rocksdb" | "memory",
+  dataDir: string,
+  idle: () => boolean,
+): Promise<LogStorage> {
   if (storage === "memory") {
     // Nothing of a memory node outlives it.
     const snapshotDir = mkdtempSync(join(tmpdir(), "odgm-snapshots-"));
@@ -224,13 +244,21 @@ async function openLogStorage(storage: "rocksdb" | "memory", dataDir: string): P
   mkdirSync(path, { recursive: true });
   const database = await openRocksLogDatabase({ path });
   // Many groups, one fsync: every group's Ready joins the batch in flight. A batch starts in
-  // the end-of-turn pass in which the leaders' Readys run (turn.ts).
-  const committer = createGroupCommitter(database, { schedule: atEndOfTurn });
+  // the end-of-turn pass in which the leaders' Readys run (turn.ts). It is written on the
+  // event loop, blocking it for the fsync, while no group this node leads has a proposal in
+  // flight: a follower's log write, which its acknowledgement waits for anyway, then costs
+  // no trip through the write worker (6–10 % of a three-node cluster's CPU per write at 64
+  // in flight, BENCHMARKS.md).
+  const committer = createGroupCommitter(database, { schedule: atEndOfTurn, inlineSynced: idle });
   return {
     open: (groupId) => createRocksLogStore({ database, groupId, committer }),
     erase: async (groupId) => (await createRocksLogStore({ database, groupId, committer })).erase(),
     snapshotDir,
     installDir,
+    stats: () => {
+      const s = committer.stats();
+      return { batches: s.batches, writes: s.writes, inlineBatches: s.inlineBatches };
+    },
     close: async () => {
       await committer.close();
       await database.close();
@@ -354,8 +382,14 @@ export class ClusterNode {
   static async start(o: ClusterNodeOptions): Promise<ClusterNode> {
     guardHttp2ClientSessions();
     const incarnation = await loadIncarnation(o.nodeShard);
-    const logs = await openLogStorage(o.storage, o.dataDir);
+    const started: { node?: ClusterNode } = {};
+    const logs = await openLogStorage(
+      o.storage,
+      o.dataDir,
+      () => started.node?.proposing() === false,
+    );
     const node = new ClusterNode(o, logs, incarnation);
+    started.node = node;
     try {
       const retired = await o.nodeShard.get("system", RETIRED_KEY);
       if (retired !== undefined) {
@@ -533,6 +567,12 @@ export class ClusterNode {
       this.peers.set(url, p);
     }
     return p;
+  }
+
+  /** Whether a group led here has a proposal in flight (a client waits on this node). */
+  proposing(): boolean {
+    for (const g of this.groups.values()) if (g.isLeader && g.proposing) return true;
+    return false;
   }
 
   /** Groups of this node. */
@@ -1510,6 +1550,7 @@ export class ClusterNode {
         .map(([group, r]) => ({ group, ...r }))
         .sort((a, b) => (a.group < b.group ? -1 : 1)),
       transport: this.transport.stats(),
+      ...(this.logs.stats === undefined ? {} : { log: this.logs.stats() }),
     };
   }
 

@@ -577,6 +577,11 @@ export class RaftGroup<R> {
     return this.raft.role === "leader";
   }
 
+  /** A proposal made here waits for its entry to be applied (its client waits too). */
+  get proposing(): boolean {
+    return this.proposals.size > 0;
+  }
+
   status(): RaftGroupStatus {
     const st = this.raft.status();
     return {

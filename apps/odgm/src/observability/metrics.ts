@@ -59,6 +59,8 @@ export interface OdgmMetrics {
   readonly raftPeerMessages: Gauge<"peer" | "outcome">;
   /** Batches written on the Raft stream to each peer since start. */
   readonly raftPeerBatches: Gauge<"peer">;
+  /** Synced Raft log write batches since start, by where they were written. */
+  readonly raftLogBatches: Gauge<"thread">;
   /** Requests this node passed to another node (proposals to a leader, reads through ReadIndex). */
   readonly raftForwarded: Counter<"kind">;
   /** Raft batches refused because their sender is not the incarnation the cluster records. */
@@ -293,6 +295,11 @@ export function createOdgmMetrics(): OdgmMetrics {
       "odgm_raft_peer_messages",
       "Raft messages to each peer since start: sent, or dropped (queue full, peer unreachable; Raft resends).",
       ["peer", "outcome"],
+    ),
+    raftLogBatches: g(
+      "odgm_raft_log_batches",
+      "Synced Raft log write batches since start (the saves of every local group share them), by thread: the write worker, or the event loop while no group led here has a proposal in flight.",
+      ["thread"],
     ),
     raftPeerBatches: g(
       "odgm_raft_peer_batches",
