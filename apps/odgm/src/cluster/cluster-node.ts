@@ -130,7 +130,10 @@ export interface ClusterHooks {
   onRefused?(peer: number): void;
 }
 
-/** Everything `/api/cluster` reports. */
+/**
+ * This node's view of the cluster. `/api/cluster` and `GetCluster` render it as the
+ * ClusterStatus message, all but `transport` and `log`, which feed the metrics.
+ */
 export interface ClusterStatus {
   readonly nodeId: number;
   /** This node's incarnation (see {@link ClusterNode.incarnation}). */
