@@ -32,8 +32,6 @@ export interface GroupCommitStats {
   readonly maxBatchCalls: number;
   /** Of the batches, written on the calling thread although a worker writes the others. */
   readonly inlineBatches: number;
-  /** Of those, synced (`inlineSynced`). */
-  readonly inlineSyncedBatches: number;
   /** Where batches are written. */
   readonly thread: "worker" | "main";
 }
@@ -377,14 +375,7 @@ export async function createGroupCommitWriter(
   let scheduled = false;
   let closed = false;
   let idle: (() => void) | undefined;
-  const counters = {
-    calls: 0,
-    batches: 0,
-    syncedBatches: 0,
-    maxBatchCalls: 0,
-    inlineBatches: 0,
-    inlineSyncedBatches: 0,
-  };
+  const counters = { calls: 0, batches: 0, syncedBatches: 0, maxBatchCalls: 0, inlineBatches: 0 };
 
   const pump = (): void => {
     scheduled = false;
@@ -432,7 +423,6 @@ export async function createGroupCommitWriter(
         !stalled()
       ) {
         counters.inlineBatches++;
-        if (sync) counters.inlineSyncedBatches++;
         started = direct.batch(group, sync, bytes);
       } else {
         started = sink.batch(group, sync, bytes);

@@ -154,11 +154,7 @@ export interface ClusterStatus {
    * written on the event loop (`inlineBatches`) instead of the write worker; absent on a
    * memory node. In the metrics as `odgm_raft_log_batches`.
    */
-  readonly log?: {
-    readonly batches: number;
-    readonly writes: number;
-    readonly inlineBatches: number;
-  };
+  readonly log?: { readonly batches: number; readonly inlineBatches: number };
 }
 
 const HOSTED_PREFIX = "raft-group/";
@@ -260,7 +256,7 @@ async function openLogStorage(
     installDir,
     stats: () => {
       const s = committer.stats();
-      return { batches: s.batches, writes: s.writes, inlineBatches: s.inlineBatches };
+      return { batches: s.batches, inlineBatches: s.inlineBatches };
     },
     close: async () => {
       await committer.close();

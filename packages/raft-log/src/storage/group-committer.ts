@@ -126,7 +126,7 @@ export function createGroupCommitter(
         averageBatchSize: batches === 0 ? 0 : writes / batches,
         maxBatchSize: s?.maxBatchCalls ?? 0,
         thread,
-        inlineBatches: s?.inlineSyncedBatches ?? 0,
+        inlineBatches: s?.inlineBatches ?? 0,
       };
     },
     close,
