@@ -475,9 +475,10 @@ export async function startOdgm(
           metrics.raftPeerBatches.set({ peer }, t.batches);
         }
         if (cluster.log !== undefined) {
-          const { batches, inlineBatches } = cluster.log;
+          const { batches, inlineBatches, syncMs } = cluster.log;
           metrics.raftLogBatches.set({ thread: "event_loop" }, inlineBatches);
           metrics.raftLogBatches.set({ thread: "worker" }, batches - inlineBatches);
+          metrics.raftLogSyncSeconds.set(syncMs / 1000);
         }
         for (const st of cluster.groups) {
           metrics.raftTerm.set({ group: st.group }, st.term);

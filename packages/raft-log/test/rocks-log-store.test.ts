@@ -374,6 +374,29 @@ describe("RocksDB log store specifics", () => {
     }
   });
 
+  it("leaves batches to the worker while they took longer than inlineSyncedMaxMs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));
+    try {
+      const database = await openRocksLogDatabase({ path: dir });
+      // Every real write takes some time: over a limit of 0 once the first is measured.
+      const committer = createGroupCommitter(database, {
+        inlineSynced: () => true,
+        inlineSyncedMaxMs: 0,
+      });
+      const store = await createRocksLogStore({ database, groupId: "g", committer });
+      await store.save({ entries: [ent(1, 1)] });
+      await store.save({ entries: [ent(2, 1)] });
+      await store.save({ entries: [ent(3, 1)] });
+      expect(committer.stats()).toMatchObject({ batches: 3, inlineBatches: 1 });
+      expect(committer.stats().syncMs).toBeGreaterThan(0);
+      expect(store.lastIndex()).toBe(3);
+      await committer.close();
+      await database.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   for (const thread of ["worker", "main"] as const) {
     it(`joins saves made while a batch is in flight into the next batch (${thread})`, async () => {
       const dir = mkdtempSync(join(tmpdir(), "raft-log-rocks-"));

@@ -333,6 +333,8 @@ describe("the write worker", () => {
     });
     await writer.write([put("a", "w", "1")], { sync: true });
     expect(writer.stats()).toMatchObject({ syncedBatches: 1, inlineBatches: 0 });
+    // The worker times its own write: what the slow-disk guard (below) goes by.
+    expect(writer.stats().syncMs).toBeGreaterThan(0);
     allow = true;
     await writer.write([put("a", "i", "2")], { sync: true });
     expect(writer.stats()).toMatchObject({ syncedBatches: 2, inlineBatches: 1 });
@@ -351,6 +353,52 @@ describe("the write worker", () => {
     await writer.close();
     const got = await base.db.getMany(
       ["w", "i", "big", "f", "u"].map((k) => enc.encode(k)),
+      { column: base.column("a") },
+    );
+    expect(got.every((v) => v !== undefined)).toBe(true);
+    await base.close();
+  });
+
+  it("stops writing synced batches inline while they take longer than inlineSyncedMaxMs", async () => {
+    const base = await fresh({ writeThread: "main" });
+    const { createGroupCommitWriter, bindingModulePath } = await import("./index.js");
+    const access = {
+      handle: (base.db as unknown as { handle: bigint }).handle,
+      modulePath: bindingModulePath() as string,
+    };
+    const open = async (inlineSyncedMaxMs: number) => {
+      const counts = { asked: 0 };
+      const writer = await createGroupCommitWriter({
+        db: base.db,
+        columns: ["a"],
+        access,
+        inlineSyncedMaxMs,
+        inlineSynced: () => {
+          counts.asked++;
+          return true;
+        },
+      });
+      return { writer, counts };
+    };
+    // Every real write takes some time: with a limit of 0 the first one (nothing measured
+    // yet) is written inline, and every later one goes to the worker without asking.
+    const slow = await open(0);
+    expect(slow.writer.stats().syncMs).toBe(0);
+    for (let i = 0; i < 5; i++) await slow.writer.write([put("a", `s${i}`, "1")], { sync: true });
+    expect(slow.counts.asked).toBe(1);
+    expect(slow.writer.stats()).toMatchObject({ syncedBatches: 5, inlineBatches: 1 });
+    expect(slow.writer.stats().syncMs).toBeGreaterThan(0);
+    await slow.writer.close();
+    // Under a limit the disk keeps to, every batch is asked and written inline.
+    const fast = await open(60_000);
+    for (let i = 0; i < 5; i++) await fast.writer.write([put("a", `f${i}`, "1")], { sync: true });
+    expect(fast.counts.asked).toBe(5);
+    expect(fast.writer.stats()).toMatchObject({ syncedBatches: 5, inlineBatches: 5 });
+    expect(fast.writer.stats().syncMs).toBeGreaterThan(0);
+    await fast.writer.close();
+    const keys = [0, 1, 2, 3, 4].flatMap((i) => [`s${i}`, `f${i}`]);
+    const got = await base.db.getMany(
+      keys.map((k) => enc.encode(k)),
       { column: base.column("a") },
     );
     expect(got.every((v) => v !== undefined)).toBe(true);

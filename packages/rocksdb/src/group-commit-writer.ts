@@ -32,6 +32,11 @@ export interface GroupCommitStats {
   readonly maxBatchCalls: number;
   /** Of the batches, written on the calling thread although a worker writes the others. */
   readonly inlineBatches: number;
+  /**
+   * How long a synced batch's write and fsync took lately, on whichever thread wrote it
+   * (ms, a moving average over the last few: each new one weighs 1/4); 0 before the first.
+   */
+  readonly syncMs: number;
   /** Where batches are written. */
   readonly thread: "worker" | "main";
 }
@@ -102,9 +107,17 @@ export interface GroupCommitWriterOptions {
    * writes it, fsync included, on the calling thread, which waits for the disk. For a caller
    * that has nothing more urgent to do meanwhile (a Raft node that leads no group with writes
    * in flight): the worker's round trip costs more CPU than the write (see the package
-   * README). Default: never.
+   * README). Default: never. Not asked while synced batches took more than
+   * {@link inlineSyncedMaxMs} lately.
    */
   readonly inlineSynced?: () => boolean;
+  /**
+   * A slow disk's guard for {@link inlineSynced}: while the moving average of synced batches'
+   * write time (`stats().syncMs`, measured on whichever thread wrote them) is above this,
+   * synced batches go to the worker without asking, so the calling thread never waits that
+   * long per batch; they come back once the worker's writes are fast again. Default 5 ms.
+   */
+  readonly inlineSyncedMaxMs?: number;
   /**
    * Defers the start of a group when a call finds the writer idle. Default `setImmediate`:
    * the calls of one turn of the event loop share the group. A caller that defers its own
@@ -133,8 +146,11 @@ interface Call {
   reject(err: unknown): void;
 }
 
-/** Writes one group: its calls, whether to sync, and its payload bytes (the calls' `bytes`). */
-type BatchSink = (calls: readonly Call[], sync: boolean, bytes: number) => Promise<void>;
+/**
+ * Writes one group: its calls, whether to sync, and its payload bytes (the calls' `bytes`).
+ * Resolves with the ms the write (and its sync) took on the thread that did it.
+ */
+type BatchSink = (calls: readonly Call[], sync: boolean, bytes: number) => Promise<number>;
 
 /** Where groups are written: batches, and range deletions (a group of their own each). */
 interface Sink {
@@ -166,7 +182,10 @@ function workerSink(
     workerData: { handle: access.handle, modulePath: access.modulePath, columns },
   });
   worker.unref();
-  const pending = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>();
+  const pending = new Map<
+    number,
+    { resolve: (ms: number) => void; reject: (e: unknown) => void }
+  >();
   let next = 0;
   let failure: unknown;
   const ready = new Promise<void>((resolve, reject) => {
@@ -181,19 +200,19 @@ function workerSink(
     for (const p of pending.values()) p.reject(e);
     pending.clear();
   };
-  worker.on("message", (m: { id?: number; error?: string }) => {
+  worker.on("message", (m: { id?: number; ms?: number; error?: string }) => {
     if (m.id === undefined) return;
     const p = pending.get(m.id);
     pending.delete(m.id);
     if (pending.size === 0) worker.unref();
-    if (m.error === undefined) p?.resolve();
+    if (m.error === undefined) p?.resolve(m.ms ?? 0);
     else p?.reject(new RocksError("io", `RocksDB write failed: ${m.error}`));
   });
   worker.on("error", (e) => failAll(RocksError.from(e)));
   worker.on("exit", () => failAll(new RocksError("closed", "the RocksDB write worker exited")));
   const index = new Map(columns.map((c, i) => [c, i]));
-  const post = (buf: Uint8Array<ArrayBuffer>, sync: boolean): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
+  const post = (buf: Uint8Array<ArrayBuffer>, sync: boolean): Promise<number> =>
+    new Promise<number>((resolve, reject) => {
       const id = next++;
       pending.set(id, { resolve, reject });
       worker.ref(); // a write in flight keeps the process alive
@@ -222,7 +241,7 @@ function workerSink(
       buf.set(range.gte, 6);
       view.setUint32(6 + range.gte.length, range.lt.length, true);
       buf.set(range.lt, 10 + range.gte.length);
-      return post(buf, false);
+      await post(buf, false);
     },
     async batch(calls, sync) {
       await ready;
@@ -312,7 +331,9 @@ function mainSink(db: RocksLevelLike): Sink {
           else batch._del(offHeap(op.key), column(op.column));
         }
       }
+      const start = performance.now();
       batch._writeSync({ sync });
+      return performance.now() - start;
     } finally {
       if (bytes <= REUSED_BATCH_MAX_BYTES) batch._clear();
       else {
@@ -361,6 +382,9 @@ export async function createGroupCommitWriter(
   const maxCalls = o.maxBatchCalls ?? 4096;
   const maxBytes = o.maxBatchBytes ?? 64 * 1024 * 1024;
   const inlineBytes = worker === undefined ? 0 : (o.inlineUnsyncedBytes ?? 256 * 1024);
+  const inlineSyncedMaxMs = o.inlineSyncedMaxMs ?? 5;
+  /** Moving average of synced batches' write time (ms); undefined before the first. */
+  let syncMs: number | undefined;
   const schedule = o.schedule ?? setImmediate;
   // A stalled or slowed-down RocksDB would hold the calling thread (the event loop) in its
   // write. So would a write that fills a memtable while the previous one is still being
@@ -411,7 +435,7 @@ export async function createGroupCommitWriter(
       writing = false;
       pump();
     };
-    let started: Promise<void>;
+    let started: Promise<unknown>;
     try {
       o.beforeBatch?.(group.length);
       const range = group[0]?.range;
@@ -419,7 +443,7 @@ export async function createGroupCommitWriter(
       else if (
         inlineBytes > 0 &&
         bytes <= inlineBytes &&
-        (!sync || o.inlineSynced?.() === true) &&
+        (!sync || ((syncMs ?? 0) <= inlineSyncedMaxMs && o.inlineSynced?.() === true)) &&
         !stalled()
       ) {
         counters.inlineBatches++;
@@ -431,7 +455,9 @@ export async function createGroupCommitWriter(
       started = Promise.reject(err);
     }
     started.then(
-      () => {
+      (ms) => {
+        if (sync && typeof ms === "number")
+          syncMs = syncMs === undefined ? ms : syncMs + (ms - syncMs) / 4;
         for (const c of group) c.resolve();
         done();
       },
@@ -465,7 +491,7 @@ export async function createGroupCommitWriter(
       enqueue({ ops, sync: options.sync !== false, bytes: sizeOf(ops) }),
     clear: (column, gte, lt) =>
       enqueue({ ops: [], range: { column, gte, lt }, sync: false, bytes: gte.length + lt.length }),
-    stats: () => ({ ...counters, thread }),
+    stats: () => ({ ...counters, syncMs: syncMs ?? 0, thread }),
     workerHeap: () => worker?.heap() ?? Promise.resolve(undefined),
     async close() {
       if (closed) return;

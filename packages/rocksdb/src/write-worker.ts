@@ -9,7 +9,8 @@
 //        op(u8: 1 put, 2 del) column(u8, index into columns) keyLen(u32 LE) key
 //        [valueLen(u32 LE) value]; or one range deletion alone:
 //        op(u8: 3) column(u8) gteLen(u32 LE) gte ltLen(u32 LE) lt
-//   out: { ready: true } once, then { id } or { id, error } per batch.
+//   out: { ready: true } once, then { id, ms } (the write's time on this thread), { id }
+//        (a range deletion) or { id, error } per batch.
 import { createRequire } from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
 
@@ -92,8 +93,9 @@ db.open({}).then(
             at += 4 + vl;
           }
         }
+        const start = performance.now();
         batch._writeSync({ sync: m.sync });
-        port.postMessage({ id: m.id });
+        port.postMessage({ id: m.id, ms: performance.now() - start });
       } catch (e) {
         port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) });
       } finally {

@@ -151,10 +151,15 @@ export interface ClusterStatus {
   readonly transport: PeerTransportStats[];
   /**
    * The Raft log's synced write batches (every group's saves share them), and how many were
-   * written on the event loop (`inlineBatches`) instead of the write worker; absent on a
-   * memory node. In the metrics as `odgm_raft_log_batches`.
+   * written on the event loop (`inlineBatches`) instead of the write worker, and how long a
+   * batch's write and fsync took lately (`syncMs`, a moving average); absent on a memory
+   * node. In the metrics as `odgm_raft_log_batches` and `odgm_raft_log_sync_seconds`.
    */
-  readonly log?: { readonly batches: number; readonly inlineBatches: number };
+  readonly log?: {
+    readonly batches: number;
+    readonly inlineBatches: number;
+    readonly syncMs: number;
+  };
 }
 
 const HOSTED_PREFIX = "raft-group/";
@@ -256,7 +261,7 @@ async function openLogStorage(
     installDir,
     stats: () => {
       const s = committer.stats();
-      return { batches: s.batches, inlineBatches: s.inlineBatches };
+      return { batches: s.batches, inlineBatches: s.inlineBatches, syncMs: s.syncMs };
     },
     close: async () => {
       await committer.close();

@@ -61,6 +61,8 @@ export interface OdgmMetrics {
   readonly raftPeerBatches: Gauge<"peer">;
   /** Synced Raft log write batches since start, by where they were written. */
   readonly raftLogBatches: Gauge<"thread">;
+  /** How long a synced Raft log write batch took lately (a moving average), seconds. */
+  readonly raftLogSyncSeconds: Gauge;
   /** Requests this node passed to another node (proposals to a leader, reads through ReadIndex). */
   readonly raftForwarded: Counter<"kind">;
   /** Raft batches refused because their sender is not the incarnation the cluster records. */
@@ -300,6 +302,11 @@ export function createOdgmMetrics(): OdgmMetrics {
       "odgm_raft_log_batches",
       "Synced Raft log write batches since start (the saves of every local group share them), by thread: the write worker, or the event loop while no group led here has a proposal in flight.",
       ["thread"],
+    ),
+    raftLogSyncSeconds: g(
+      "odgm_raft_log_sync_seconds",
+      "How long a synced Raft log write batch took lately, write and fsync, on the thread that wrote it (a moving average; above 5 ms the event loop leaves them to the worker).",
+      [],
     ),
     raftPeerBatches: g(
       "odgm_raft_peer_batches",

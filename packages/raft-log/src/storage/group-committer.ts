@@ -16,6 +16,8 @@ export interface GroupCommitStats {
   readonly thread: "worker" | "main";
   /** Batches written on the calling thread although a worker writes the others (`inlineSynced`). */
   readonly inlineBatches: number;
+  /** Moving average of a batch's write and fsync time, on whichever thread wrote it (ms; 0 before the first). */
+  readonly syncMs: number;
 }
 
 /** Batches the synced writes of many Raft groups of one process into one synced write. */
@@ -49,9 +51,16 @@ export interface GroupCommitterOptions {
    * it on the calling thread, which waits for the disk meanwhile (`@oprc/rocksdb`'s
    * `GroupCommitWriterOptions.inlineSynced`). Cheaper in CPU than the worker's round trip,
    * for a caller with nothing more urgent to do: a node that leads no group with proposals
-   * in flight. Default: never.
+   * in flight. Default: never. Not asked while batches took more than `inlineSyncedMaxMs`
+   * lately.
    */
   readonly inlineSynced?: () => boolean;
+  /**
+   * A slow disk's guard: while a batch's write and fsync took more than this lately (a moving
+   * average, `stats().syncMs`), batches go to the worker without asking `inlineSynced`
+   * (`@oprc/rocksdb`'s `GroupCommitWriterOptions.inlineSyncedMaxMs`). Default 5 ms.
+   */
+  readonly inlineSyncedMaxMs?: number;
 }
 
 /**
@@ -88,6 +97,9 @@ export function createGroupCommitter(
     maxBatchCalls: options.maxBatch ?? 1024,
     ...(options.schedule === undefined ? {} : { schedule: options.schedule }),
     ...(options.inlineSynced === undefined ? {} : { inlineSynced: options.inlineSynced }),
+    ...(options.inlineSyncedMaxMs === undefined
+      ? {}
+      : { inlineSyncedMaxMs: options.inlineSyncedMaxMs }),
   });
   writer.catch(() => undefined);
   let closed = false;
@@ -127,6 +139,7 @@ export function createGroupCommitter(
         maxBatchSize: s?.maxBatchCalls ?? 0,
         thread,
         inlineBatches: s?.inlineBatches ?? 0,
+        syncMs: s?.syncMs ?? 0,
       };
     },
     close,
