@@ -326,6 +326,8 @@ describe("the write worker", () => {
       db,
       columns: ["a"],
       access,
+      // The slow-disk guard (its own test, below) out of the way on a busy machine.
+      inlineSyncedMaxMs: 60_000,
       inlineSynced: () => {
         asked++;
         return allow;

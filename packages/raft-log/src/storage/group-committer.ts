@@ -58,7 +58,7 @@ export interface GroupCommitterOptions {
   /**
    * A slow disk's guard: while a batch's write and fsync took more than this lately (a moving
    * average, `stats().syncMs`), batches go to the worker without asking `inlineSynced`
-   * (`@oprc/rocksdb`'s `GroupCommitWriterOptions.inlineSyncedMaxMs`). Default 5 ms.
+   * (`@oprc/rocksdb`'s `GroupCommitWriterOptions.inlineSyncedMaxMs`). Default 10 ms.
    */
   readonly inlineSyncedMaxMs?: number;
 }
