@@ -32,6 +32,7 @@ describe("loadConfig", () => {
       catchUpEntries: 5_000,
       balanceLeaders: true,
       quiesce: true,
+      logInlineMaxMs: 10,
     });
     expect(c.collections).toEqual([]);
     expect(c.features).toEqual({
@@ -108,6 +109,7 @@ describe("loadConfig", () => {
     ["ODGM_RAFT_CATCHUP_ENTRIES", "-1"],
     ["ODGM_RAFT_BALANCE_LEADERS", "sometimes"],
     ["ODGM_RAFT_QUIESCE", "maybe"],
+    ["ODGM_RAFT_LOG_INLINE_MAX_MS", "-1"],
     ["ODGM_STORAGE", "leveldb"],
     ["ODGM_H2C_ENGINE", "nghttp2"],
     ["ODGM_LOG_LEVEL", "loud"],

@@ -208,6 +208,12 @@ export interface ClusterConfig {
    * stops its heartbeats and election clocks until something happens (*Cluster*).
    */
   readonly quiesce: boolean;
+  /**
+   * `ODGM_RAFT_LOG_INLINE_MAX_MS` (default 10): a node that leads no group with writes in
+   * flight writes its Raft log on the event loop while the log's synced writes took at most
+   * this long lately (a moving average); 0 leaves every log write to the write worker.
+   */
+  readonly logInlineMaxMs: number;
 }
 
 /** How reads of a raft shard are confirmed. */
@@ -365,6 +371,7 @@ function parseCluster(env: Env, port: number, scheme: "http:" | "https:"): Clust
     catchUpEntries: int(env, "ODGM_RAFT_CATCHUP_ENTRIES", 5_000, 0, 100_000_000),
     balanceLeaders: bool(env, "ODGM_RAFT_BALANCE_LEADERS", true),
     quiesce: bool(env, "ODGM_RAFT_QUIESCE", true),
+    logInlineMaxMs: int(env, "ODGM_RAFT_LOG_INLINE_MAX_MS", 10, 0, 60_000),
   };
 }
 

@@ -215,17 +215,20 @@ describe("a three-node cluster", () => {
     const ids = [1, 2, 3];
     const before = await Promise.all(ids.map(batches));
     const client = data(leader);
-    await Promise.all(
-      Array.from({ length: 300 }, (_, i) =>
-        client.setValue({
-          clsId: "kv",
-          partitionId: 0,
-          objectIdStr: `inline-${i}`,
-          keyStr: "k",
-          value: { data: enc.encode(String(i)) },
-        }),
-      ),
-    );
+    /** 300 concurrent writes to the leader. */
+    const burst = (prefix: string) =>
+      Promise.all(
+        Array.from({ length: 300 }, (_, i) =>
+          client.setValue({
+            clsId: "kv",
+            partitionId: 0,
+            objectIdStr: `${prefix}-${i}`,
+            keyStr: "k",
+            value: { data: enc.encode(String(i)) },
+          }),
+        ),
+      );
+    await burst("inline");
     const after = await Promise.all(ids.map(batches));
     for (const [i, id] of ids.entries()) {
       const was = before[i] as { inline: number; worker: number; sync: number };
@@ -237,6 +240,16 @@ describe("a three-node cluster", () => {
       else if (Math.max(was.sync, now.sync) <= 0.01)
         expect(now.inline - was.inline, `follower ${id}`).toBeGreaterThan(0);
     }
+    // ODGM_RAFT_LOG_INLINE_MAX_MS=0: a follower restarted with it leaves every log write to
+    // the worker.
+    const follower = ids.find((id) => id !== leader) as number;
+    expect(await cluster.stop(follower)).toBe(0);
+    await cluster.start(follower, { ODGM_RAFT_LOG_INLINE_MAX_MS: "0" });
+    await cluster.waitReady();
+    await burst("worker");
+    const restarted = await batches(follower);
+    expect(restarted.inline).toBe(0);
+    expect(restarted.worker).toBeGreaterThan(0);
   });
 
   it("reports members, leaders and indexes on /api/cluster", async () => {

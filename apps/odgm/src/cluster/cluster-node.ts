@@ -216,12 +216,14 @@ interface LogStorage {
 
 /**
  * Opens the Raft log. `idle`: whether the node's event loop may wait for a log write's fsync
- * (the committer's `inlineSynced`).
+ * (the committer's `inlineSynced`), while the log's synced writes took at most
+ * `inlineMaxMs` lately (0: never).
  */
 async function openLogStorage(
   storage: "rocksdb" | "memory",
   dataDir: string,
   idle: () => boolean,
+  inlineMaxMs: number,
 ): Promise<LogStorage> {
   if (storage === "memory") {
     // Nothing of a memory node outlives it.
@@ -252,8 +254,12 @@ async function openLogStorage(
   // event loop, blocking it for the fsync, while no group this node leads has a proposal in
   // flight: a follower's log write, which its acknowledgement waits for anyway, then costs
   // no trip through the write worker (6–10 % of a three-node cluster's CPU per write at 64
-  // in flight, BENCHMARKS.md).
-  const committer = createGroupCommitter(database, { schedule: atEndOfTurn, inlineSynced: idle });
+  // in flight, BENCHMARKS.md). Not while the log's writes took more than `inlineMaxMs`
+  // lately (a slow disk would hold the event loop up), and never when that is 0.
+  const committer = createGroupCommitter(database, {
+    schedule: atEndOfTurn,
+    ...(inlineMaxMs > 0 ? { inlineSynced: idle, inlineSyncedMaxMs: inlineMaxMs } : {}),
+  });
   return {
     open: (groupId) => createRocksLogStore({ database, groupId, committer }),
     erase: async (groupId) => (await createRocksLogStore({ database, groupId, committer })).erase(),
@@ -391,6 +397,7 @@ export class ClusterNode {
       o.storage,
       o.dataDir,
       () => started.node?.proposing() === false,
+      o.config.logInlineMaxMs,
     );
     const node = new ClusterNode(o, logs, incarnation);
     started.node = node;
