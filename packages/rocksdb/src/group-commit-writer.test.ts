@@ -3,7 +3,14 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { classifyOpenError, isRocksError, openRocksDatabase, type RocksDatabase } from "./index.js";
+import {
+  bindingModulePath,
+  classifyOpenError,
+  createGroupCommitWriter,
+  isRocksError,
+  openRocksDatabase,
+  type RocksDatabase,
+} from "./index.js";
 
 const dirs: string[] = [];
 const open: RocksDatabase[] = [];
@@ -17,6 +24,13 @@ async function fresh(extra: { writeThread?: "main" | "worker" } = {}): Promise<R
   const db = await openRocksDatabase({ location: dir, columns: ["a", "b"], ...extra });
   open.push(db);
   return db;
+}
+/** What another writer's worker needs to reach `base`'s open database. */
+function workerAccess(base: RocksDatabase): { handle: bigint; modulePath: string } {
+  return {
+    handle: (base.db as unknown as { handle: bigint }).handle,
+    modulePath: bindingModulePath() as string,
+  };
 }
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -105,8 +119,7 @@ describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (w
     const dir = mkdtempSync(join(tmpdir(), "oprc-rocksdb-"));
     dirs.push(dir);
     let failNext = false;
-    const { createGroupCommitWriter, openRocksDatabase: openDb } = await import("./index.js");
-    const base = await openDb({ location: dir, columns: ["a"], writeThread: "main" });
+    const base = await openRocksDatabase({ location: dir, columns: ["a"], writeThread: "main" });
     open.push(base);
     const writer = await createGroupCommitWriter({
       db: base.db,
@@ -188,7 +201,6 @@ describe.each(["worker", "main"] as const)("group-commit writer (%s thread)", (w
 describe("scheduling", () => {
   it("starts a group when its scheduler runs it, and the calls queued until then share it", async () => {
     const base = await fresh({ writeThread: "main" });
-    const { createGroupCommitWriter } = await import("./index.js");
     const starts: (() => void)[] = [];
     const writer = await createGroupCommitWriter({
       db: base.db,
@@ -258,11 +270,7 @@ describe("the write worker", () => {
 
   it("sends unsynced batches to the worker while RocksDB reports a stall, or when told to", async () => {
     const base = await fresh({ writeThread: "main" });
-    const { createGroupCommitWriter, bindingModulePath } = await import("./index.js");
-    const access = {
-      handle: (base.db as unknown as { handle: bigint }).handle,
-      modulePath: bindingModulePath() as string,
-    };
+    const access = workerAccess(base);
     // The real database, reporting a stall, a slowdown or a flush (none can be made on
     // demand here).
     const reported = new Map<string, string>();
@@ -307,11 +315,7 @@ describe("the write worker", () => {
 
   it("writes small synced batches on the calling thread while inlineSynced says so", async () => {
     const base = await fresh({ writeThread: "main" });
-    const { createGroupCommitWriter, bindingModulePath } = await import("./index.js");
-    const access = {
-      handle: (base.db as unknown as { handle: bigint }).handle,
-      modulePath: bindingModulePath() as string,
-    };
+    const access = workerAccess(base);
     let allow = false;
     let asked = 0;
     const flushing = { on: false };
@@ -363,11 +367,7 @@ describe("the write worker", () => {
 
   it("stops writing synced batches inline while they take longer than inlineSyncedMaxMs", async () => {
     const base = await fresh({ writeThread: "main" });
-    const { createGroupCommitWriter, bindingModulePath } = await import("./index.js");
-    const access = {
-      handle: (base.db as unknown as { handle: bigint }).handle,
-      modulePath: bindingModulePath() as string,
-    };
+    const access = workerAccess(base);
     const open = async (inlineSyncedMaxMs: number) => {
       const counts = { asked: 0 };
       const writer = await createGroupCommitWriter({

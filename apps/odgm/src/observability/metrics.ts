@@ -305,7 +305,7 @@ export function createOdgmMetrics(): OdgmMetrics {
     ),
     raftLogSyncSeconds: g(
       "odgm_raft_log_sync_seconds",
-      "How long a synced Raft log write batch took lately, write and fsync, on the thread that wrote it (a moving average; above 10 ms the event loop leaves them to the worker).",
+      "How long a synced Raft log write batch took lately, write and fsync, on the thread that wrote it (a moving average; above ODGM_RAFT_LOG_INLINE_MAX_MS, default 10 ms, the event loop leaves them to the worker).",
       [],
     ),
     raftPeerBatches: g(
