@@ -10,6 +10,8 @@
 // per successful write.
 // Every round runs every subject once, in a fresh order. Each measurement is checked:
 // odgm's object versions (etcd's revision) rose by exactly the successes the generator saw.
+// `--other <checkout>` adds a second three-node cluster built from another checkout, as
+// subjects of the same rounds: two builds compared in one run.
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -35,7 +37,7 @@ import {
 } from "./proc-stat.js";
 import { type Child, killAllChildren, startChild } from "./processes.js";
 import { freePort } from "./redis.js";
-import { percentile, permutation } from "./stats.js";
+import { mean, percentile, permutation } from "./stats.js";
 import { buildGrpcLoad, ensureWritesTools, runTool, toolVersion } from "./system-tools.js";
 
 const run = promisify(execFile);
@@ -60,6 +62,9 @@ const { values: args } = parseArgs({
     // the prefill), into a directory; odgm runs with `--perf-basic-prof` so JavaScript
     // frames have names. Read with `perf report -i FILE --sort pid,tid,sym`.
     perf: { type: "string" },
+    // Another checkout (built: apps/odgm/dist) to run as a second three-node cluster, the
+    // subjects odgm3-other/1 and odgm3-other/64, interleaved with the others in every round.
+    other: { type: "string" },
     // Extra Node flags for every odgm process (space-separated), e.g. GC settings to compare.
     "node-flags": { type: "string" },
     // What serves odgm's cleartext HTTP/2 (ODGM_H2C_ENGINE: lean, the default, or node).
@@ -113,17 +118,15 @@ function log(msg: string): void {
 
 const onlySubjects = args.only?.split(",");
 /**
- * Node flags of an odgm member: those `pnpm odgm` starts it with, then CPU profiles of the
- * three-node cluster, perf maps and `--node-flags` when asked.
+ * Node flags of an odgm member: those `pnpm odgm` starts it with, then CPU profiles (of this
+ * checkout's three-node cluster: `profiled`), perf maps and `--node-flags` when asked.
  */
-function nodeArgs(count: number): string[] {
+function nodeArgs(profiled: boolean): string[] {
   const dir = args["cpu-prof"];
   const perf = args.perf;
   return [
     ...odgmNodeFlags(),
-    ...(dir === undefined || count !== 3
-      ? []
-      : ["--cpu-prof", "--cpu-prof-dir", path.resolve(dir)]),
+    ...(dir === undefined || !profiled ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(dir)]),
     // V8 writes a log beside the perf map: into the perf directory, not the working one.
     ...(perf === undefined
       ? []
@@ -157,19 +160,31 @@ interface OdgmNode {
   readonly client: Client<typeof DataService>;
 }
 
-async function startOdgmNodes(count: number, collections: readonly object[]): Promise<OdgmNode[]> {
+/** `--other`: the checkout whose odgm runs as the second three-node cluster. */
+const otherRoot = args.other === undefined ? undefined : path.resolve(args.other);
+
+/**
+ * Starts `count` odgm members of one cluster. `other`: from the `--other` checkout's build
+ * (data directories and process names marked `other`) instead of this checkout's.
+ */
+async function startOdgmNodes(
+  count: number,
+  collections: readonly object[],
+  other = false,
+): Promise<OdgmNode[]> {
   const ports: number[] = [];
   for (let i = 0; i < count; i++) ports.push(await freePort());
   const members = ports.map((p, i) => `${i + 1}=http://127.0.0.1:${p}`).join(",");
-  const bin = odgmBin();
+  const bin = odgmBin(other ? otherRoot : undefined);
+  const tag = other ? "odgm-other" : "odgm";
   return Promise.all(
     ports.map(async (port, i) => {
-      const dataDir = path.join(tmp, `odgm-${count}-${i + 1}`);
+      const dataDir = path.join(tmp, `${tag}-${count}-${i + 1}`);
       mkdirSync(dataDir);
       const child = await startChild({
-        name: `odgm-${i + 1}`,
+        name: `${tag}-${i + 1}`,
         command: process.execPath,
-        args: [...nodeArgs(count), bin],
+        args: [...nodeArgs(count === 3 && !other), bin],
         env: {
           ...clusterMemberEnv(i + 1, members, dataDir, port),
           ODGM_SYNC_WRITES: "true",
@@ -459,13 +474,37 @@ const RATIOS: readonly { label: string; a: string; b: string }[] = [
   },
   { label: "one node: raft, 1 replica / basic, 64 in flight", a: "raft1/64", b: "basic/64" },
   { label: "ODGM 3 nodes / one node basic, 64 in flight", a: "odgm3/64", b: "basic/64" },
+  {
+    label: "this checkout / the --other checkout, 64 in flight",
+    a: "odgm3/64",
+    b: "odgm3-other/64",
+  },
+  { label: "this checkout / the --other checkout, 1 in flight", a: "odgm3/1", b: "odgm3-other/1" },
 ];
+
+/** A checkout's commit, marked when it has uncommitted changes. */
+async function commitOf(root: string): Promise<string> {
+  try {
+    const head = (await run("git", ["-C", root, "rev-parse", "--short", "HEAD"])).stdout.trim();
+    const dirty = (await run("git", ["-C", root, "status", "--porcelain"])).stdout.trim();
+    return dirty === "" ? head : `${head} with uncommitted changes`;
+  } catch {
+    return "not a git checkout";
+  }
+}
 
 async function main(): Promise<void> {
   const machine = machineInfo();
   log(
     `bench:cluster: ${WARMUP_ROUNDS} unrecorded + ${ROUNDS} round(s), ${WARMUP_MS} ms warm-up + ${WINDOW_MS} ms per measurement; temp dir ${tmp}`,
   );
+  // A missing or stale build of the other checkout fails now, not after the prefill.
+  if (otherRoot !== undefined) odgmBin(otherRoot);
+  const commits = {
+    here: await commitOf(PKG),
+    other: otherRoot === undefined ? undefined : await commitOf(otherRoot),
+  };
+  if (otherRoot !== undefined) log(`--other: ${otherRoot} (${commits.other})`);
   ensureWritesTools(log);
   const bin = buildGrpcLoad(tmp);
 
@@ -514,6 +553,14 @@ async function main(): Promise<void> {
     { name: "plain", partitionCount: 1 },
     { name: "raft1", partitionCount: 1, shardType: "raft", replicaCount: 1 },
   ]);
+  const other =
+    otherRoot === undefined
+      ? []
+      : await startOdgmNodes(
+          3,
+          [{ name: "replicated", partitionCount: 1, shardType: "raft", replicaCount: 3 }],
+          true,
+        );
   const etcd = await startEtcdCluster();
   log(
     `odgm cluster pids ${cluster.map((n) => n.child.pid).join(", ")}; single node pid ${single[0]?.child.pid}; etcd pids ${etcd.members.map((m) => m.child.pid).join(", ")}`,
@@ -521,6 +568,8 @@ async function main(): Promise<void> {
   try {
     const leader = await odgmLeader(cluster, "replicated/0");
     const follower = cluster.find((n) => n !== leader) as OdgmNode;
+    const otherLeader = other.length > 0 ? await odgmLeader(other, "replicated/0") : undefined;
+    const otherPids = other.map((n) => n.child.pid);
     const one = single[0] as OdgmNode;
     await odgmLeader(single, "raft1/0");
     // Partition p of the sharded collection led by node p + 1: each node leads one.
@@ -558,6 +607,10 @@ async function main(): Promise<void> {
         maxRequests: DISTINCT,
       });
     await fill(leader.port, replicated, clusterPids, () => versionSum(leader.client, "replicated"));
+    if (otherLeader !== undefined)
+      await fill(otherLeader.port, replicated, otherPids, () =>
+        versionSum(otherLeader.client, "replicated"),
+      );
     await grpcLoad({
       bin,
       targets: shardTargets,
@@ -598,6 +651,19 @@ async function main(): Promise<void> {
             }),
         },
       );
+      if (otherLeader !== undefined)
+        subjects.push({
+          id: `odgm3-other/${inflight}`,
+          what: `as \`odgm3/${inflight}\`, with the odgm of ${otherRoot} (${commits.other})`,
+          measure: () =>
+            grpcLoad({
+              bin,
+              targets: [{ port: otherLeader.port, body: replicated, inflight }],
+              path: setValue,
+              pids: otherPids,
+              counter: () => versionSum(otherLeader.client, "replicated"),
+            }),
+        });
     }
     subjects.push(
       {
@@ -666,7 +732,7 @@ async function main(): Promise<void> {
       const ra = results.get(a) ?? [];
       const rb = results.get(b) ?? [];
       const per = ra.map((x, i) => f(x) / f(rb[i] as Sample));
-      return `${percentile(per, 50).toFixed(2)}× (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)}×)`;
+      return `${percentile(per, 50).toFixed(2)}× (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)}×; mean ${mean(per).toFixed(3)}×)`;
     };
     const ratios = RATIOS.filter((r) => results.has(r.a) && results.has(r.b));
     const lines = [
@@ -682,6 +748,7 @@ async function main(): Promise<void> {
       `| load average at start / end | ${fmtLoad(machine.loadStart)} / ${fmtLoad(os.loadavg())} |`,
       `| per measurement | ${WARMUP_MS} ms warm-up, then a ${WINDOW_MS} ms window; ${WARMUP_ROUNDS} unrecorded round(s) of every subject after the prefill, then ${ROUNDS} recorded round(s), subjects in a fresh order each round |`,
       `| data | ${DISTINCT} distinct objects (keys), 16-byte values, every write an update |`,
+      `| odgm | this checkout at ${commits.here}${otherRoot === undefined ? "" : `; \`--other\` ${otherRoot} at ${commits.other}`} |`,
       `| tools | node ${process.version}; ${toolVersion("etcd")}; grpc-load (c/grpc-load.c) |`,
       "",
       "## Subjects (median over rounds)",
@@ -693,7 +760,7 @@ async function main(): Promise<void> {
           `| \`${s.id}\` | ${s.what} | ${Math.round(med(s.id, (x) => x.rps))} | ${(med(s.id, (x) => x.p50Us) / 1000).toFixed(2)} | ${(med(s.id, (x) => x.p99Us) / 1000).toFixed(2)} | ${med(s.id, (x) => x.cpuUsPerWrite).toFixed(0)} | ${med(s.id, (x) => x.idlePct).toFixed(0)} |`,
       ),
       "",
-      "## Ratios (paired per round: median (min–max))",
+      "## Ratios (paired per round: median (min–max; mean))",
       "",
       "| a / b | writes/s a/b | CPU per write a/b |",
       "|---|---:|---:|",
@@ -720,6 +787,7 @@ async function main(): Promise<void> {
     await Promise.all([
       ...cluster.map((n) => n.child.stop()),
       ...single.map((n) => n.child.stop()),
+      ...other.map((n) => n.child.stop()),
       ...etcd.members.map((m) => m.child.stop()),
     ]);
   }

@@ -25,17 +25,21 @@ function newest(dir: string, keep: (f: string) => boolean): number {
 }
 
 /**
- * The built `odgm` bin (what users run). Refuses a missing or stale build: the root
- * `bench:writes` and `bench:cluster` scripts build first; running the package script alone does not.
+ * The built `odgm` bin (what users run) of the checkout at `root` (default: this one).
+ * Refuses a missing or stale build: the root `bench:writes` and `bench:cluster` scripts build
+ * this checkout first; running the package script alone does not, and another checkout
+ * (`bench:cluster --other`) is never built by the bench.
  */
-export function odgmBin(): string {
-  const bin = path.join(REPO, "apps", "odgm", "dist", "bin", "odgm.js");
+export function odgmBin(root: string = REPO): string {
+  const bin = path.join(root, "apps", "odgm", "dist", "bin", "odgm.js");
   const hint =
-    "build first: npx -y pnpm@10.34.9 build (the root `bench:writes` and `bench:cluster` scripts do)";
+    root === REPO
+      ? "build first: npx -y pnpm@10.34.9 build (the root `bench:writes` and `bench:cluster` scripts do)"
+      : `build it first: cd ${root} && npx -y pnpm@10.34.9 install --frozen-lockfile && npx -y pnpm@10.34.9 build`;
   if (!existsSync(bin)) throw new Error(`${bin} is missing; ${hint}`);
-  const dirs = [path.join(REPO, "apps", "odgm")];
-  for (const p of readdirSync(path.join(REPO, "packages")))
-    dirs.push(path.join(REPO, "packages", p));
+  const dirs = [path.join(root, "apps", "odgm")];
+  for (const p of readdirSync(path.join(root, "packages")))
+    dirs.push(path.join(root, "packages", p));
   const stale: string[] = [];
   for (const d of dirs) {
     const src = newest(
@@ -43,7 +47,7 @@ export function odgmBin(): string {
       (f) => f.endsWith(".ts") && !/\.(test|bench|test-d)\.ts$/.test(f),
     );
     const dist = newest(path.join(d, "dist"), (f) => f.endsWith(".js"));
-    if (src > 0 && src > dist) stale.push(path.relative(REPO, d));
+    if (src > 0 && src > dist) stale.push(path.relative(root, d));
   }
   if (stale.length > 0) throw new Error(`dist is older than src in ${stale.join(", ")}; ${hint}`);
   return bin;

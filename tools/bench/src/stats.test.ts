@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { pairedRatio, percentile, percentileSorted, permutation, ratio, spread } from "./stats.js";
+import {
+  mean,
+  pairedRatio,
+  percentile,
+  percentileSorted,
+  permutation,
+  ratio,
+  spread,
+} from "./stats.js";
 
 describe("percentile (nearest rank)", () => {
   it("picks the smallest value with p% at or below it", () => {
@@ -24,6 +32,11 @@ describe("percentile (nearest rank)", () => {
 });
 
 describe("spread and ratios", () => {
+  it("averages the finite values, NaN for none", () => {
+    expect(mean([0.8, 1.2, 1.0])).toBeCloseTo(1.0, 12);
+    expect(mean([2, Number.NaN, 4])).toBe(3);
+    expect(mean([])).toBeNaN();
+  });
   it("summarizes min/median/max, ignoring non-finite values", () => {
     expect(spread([3, 1, 2])).toEqual({ min: 1, median: 2, max: 3 });
     expect(spread([4, 1, 3, 2])).toEqual({ min: 1, median: 2.5, max: 4 });

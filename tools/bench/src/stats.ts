@@ -42,6 +42,15 @@ export function spread(values: readonly number[]): Spread {
   return { min: v[0] as number, median, max: v[v.length - 1] as number };
 }
 
+/**
+ * Arithmetic mean of the finite values (`NaN` for none): next to the median of a few paired
+ * ratios, the figure that moves with every round rather than the middle one alone.
+ */
+export function mean(values: readonly number[]): number {
+  const v = values.filter((x) => Number.isFinite(x));
+  return v.length === 0 ? Number.NaN : v.reduce((a, b) => a + b, 0) / v.length;
+}
+
 /** `a / b`, or `NaN` when either is missing, not finite, or `b` is 0. */
 export function ratio(a: number | undefined, b: number | undefined): number {
   if (a === undefined || b === undefined) return Number.NaN;
