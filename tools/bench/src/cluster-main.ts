@@ -16,7 +16,7 @@ import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import type { Client } from "@connectrpc/connect";
 import type { DataService } from "@oprc/grpc-api";
@@ -118,14 +118,15 @@ function log(msg: string): void {
 
 const onlySubjects = args.only?.split(",");
 /**
- * Node flags of an odgm member: those `pnpm odgm` starts it with, then CPU profiles (of this
- * checkout's three-node cluster: `profiled`), perf maps and `--node-flags` when asked.
+ * Node flags of an odgm member: those its checkout's `pnpm odgm` starts it with (`flags`),
+ * then CPU profiles (of this checkout's three-node cluster: `profiled`), perf maps and
+ * `--node-flags` when asked.
  */
-function nodeArgs(profiled: boolean): string[] {
+function nodeArgs(profiled: boolean, flags: readonly string[]): string[] {
   const dir = args["cpu-prof"];
   const perf = args.perf;
   return [
-    ...odgmNodeFlags(),
+    ...flags,
     ...(dir === undefined || !profiled ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(dir)]),
     // V8 writes a log beside the perf map: into the perf directory, not the working one.
     ...(perf === undefined
@@ -162,6 +163,18 @@ interface OdgmNode {
 
 /** `--other`: the checkout whose odgm runs as the second three-node cluster. */
 const otherRoot = args.other === undefined ? undefined : path.resolve(args.other);
+/**
+ * The Node flags the other checkout's `pnpm odgm` starts odgm with (its
+ * `apps/odgm/scripts/node-flags.mjs`): a change of those is part of what is compared.
+ */
+const otherFlags: readonly string[] | undefined =
+  otherRoot === undefined
+    ? undefined
+    : (
+        (await import(
+          pathToFileURL(path.join(otherRoot, "apps", "odgm", "scripts", "node-flags.mjs")).href
+        )) as { NODE_FLAGS: string[] }
+      ).NODE_FLAGS;
 
 /**
  * Starts `count` odgm members of one cluster. `other`: from the `--other` checkout's build
@@ -184,7 +197,10 @@ async function startOdgmNodes(
       const child = await startChild({
         name: `${tag}-${i + 1}`,
         command: process.execPath,
-        args: [...nodeArgs(count === 3 && !other), bin],
+        args: [
+          ...nodeArgs(count === 3 && !other, other ? (otherFlags ?? []) : odgmNodeFlags()),
+          bin,
+        ],
         env: {
           ...clusterMemberEnv(i + 1, members, dataDir, port),
           ODGM_SYNC_WRITES: "true",
@@ -504,7 +520,8 @@ async function main(): Promise<void> {
     here: await commitOf(PKG),
     other: otherRoot === undefined ? undefined : await commitOf(otherRoot),
   };
-  if (otherRoot !== undefined) log(`--other: ${otherRoot} (${commits.other})`);
+  if (otherRoot !== undefined)
+    log(`--other: ${otherRoot} (${commits.other}), Node flags ${(otherFlags ?? []).join(" ")}`);
   ensureWritesTools(log);
   const bin = buildGrpcLoad(tmp);
 
