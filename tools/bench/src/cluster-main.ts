@@ -78,7 +78,7 @@ const { values: args } = parseArgs({
   strict: true,
 });
 const quick = args.quick;
-const ROUNDS = Number(args.rounds ?? (quick ? 1 : 3));
+const ROUNDS = Number(args.rounds ?? (quick ? 1 : 5));
 const WARMUP_ROUNDS = Number(args["warmup-rounds"] ?? (quick ? 0 : 2));
 const WINDOW_MS = Number(args["window-ms"] ?? (quick ? 1000 : 3000));
 const WARMUP_MS = quick ? 200 : 500;
