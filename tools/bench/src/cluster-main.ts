@@ -163,33 +163,35 @@ interface OdgmNode {
 
 /** `--other`: the checkout whose odgm runs as the second three-node cluster. */
 const otherRoot = args.other === undefined ? undefined : path.resolve(args.other);
-/**
- * The Node flags the other checkout's `pnpm odgm` starts odgm with (its
- * `apps/odgm/scripts/node-flags.mjs`): a change of those is part of what is compared.
- */
-const otherFlags: readonly string[] | undefined =
-  otherRoot === undefined
-    ? undefined
-    : (
-        (await import(
-          pathToFileURL(path.join(otherRoot, "apps", "odgm", "scripts", "node-flags.mjs")).href
-        )) as { NODE_FLAGS: string[] }
-      ).NODE_FLAGS;
 
 /**
- * Starts `count` odgm members of one cluster. `other`: from the `--other` checkout's build
- * (data directories and process names marked `other`) instead of this checkout's.
+ * The Node flags a checkout's `pnpm odgm` starts odgm with (its
+ * `apps/odgm/scripts/node-flags.mjs`): for `--other`, a change of those is compared too.
+ */
+async function nodeFlagsOf(root: string): Promise<string[]> {
+  const file = path.join(root, "apps", "odgm", "scripts", "node-flags.mjs");
+  try {
+    return ((await import(pathToFileURL(file).href)) as { NODE_FLAGS: string[] }).NODE_FLAGS;
+  } catch (err) {
+    throw new Error(`--other: cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Starts `count` odgm members of one cluster: this checkout's build, or with `other` (that
+ * checkout's Node flags) the `--other` checkout's, its data directories and process names
+ * marked `other`.
  */
 async function startOdgmNodes(
   count: number,
   collections: readonly object[],
-  other = false,
+  other?: { readonly flags: readonly string[] },
 ): Promise<OdgmNode[]> {
   const ports: number[] = [];
   for (let i = 0; i < count; i++) ports.push(await freePort());
   const members = ports.map((p, i) => `${i + 1}=http://127.0.0.1:${p}`).join(",");
-  const bin = odgmBin(other ? otherRoot : undefined);
-  const tag = other ? "odgm-other" : "odgm";
+  const bin = odgmBin(other === undefined ? undefined : otherRoot);
+  const tag = other === undefined ? "odgm" : "odgm-other";
   return Promise.all(
     ports.map(async (port, i) => {
       const dataDir = path.join(tmp, `${tag}-${count}-${i + 1}`);
@@ -198,7 +200,7 @@ async function startOdgmNodes(
         name: `${tag}-${i + 1}`,
         command: process.execPath,
         args: [
-          ...nodeArgs(count === 3 && !other, other ? (otherFlags ?? []) : odgmNodeFlags()),
+          ...nodeArgs(count === 3 && other === undefined, other?.flags ?? odgmNodeFlags()),
           bin,
         ],
         env: {
@@ -516,12 +518,13 @@ async function main(): Promise<void> {
   );
   // A missing or stale build of the other checkout fails now, not after the prefill.
   if (otherRoot !== undefined) odgmBin(otherRoot);
+  const otherFlags = otherRoot === undefined ? undefined : await nodeFlagsOf(otherRoot);
   const commits = {
     here: await commitOf(PKG),
     other: otherRoot === undefined ? undefined : await commitOf(otherRoot),
   };
   if (otherRoot !== undefined)
-    log(`--other: ${otherRoot} (${commits.other}), Node flags ${(otherFlags ?? []).join(" ")}`);
+    log(`--other: ${otherRoot} (${commits.other}), Node flags ${otherFlags?.join(" ")}`);
   ensureWritesTools(log);
   const bin = buildGrpcLoad(tmp);
 
@@ -571,12 +574,12 @@ async function main(): Promise<void> {
     { name: "raft1", partitionCount: 1, shardType: "raft", replicaCount: 1 },
   ]);
   const other =
-    otherRoot === undefined
+    otherFlags === undefined
       ? []
       : await startOdgmNodes(
           3,
           [{ name: "replicated", partitionCount: 1, shardType: "raft", replicaCount: 3 }],
-          true,
+          { flags: otherFlags },
         );
   const etcd = await startEtcdCluster();
   log(
