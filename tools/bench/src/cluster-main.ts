@@ -60,7 +60,8 @@ const { values: args } = parseArgs({
     "cpu-prof": { type: "string" },
     // Linux `perf record` of the measured processes during each measured window only (not
     // the prefill), into a directory; odgm runs with `--perf-basic-prof` so JavaScript
-    // frames have names. Read with `perf report -i FILE --sort pid,tid,sym`.
+    // frames have names. Read with `perf report -i FILE --sort pid,sym` (perf's `pid` key is
+    // per thread, shown as tid:comm; perf 6.1 has no `tid` key).
     perf: { type: "string" },
     // Another checkout (built: apps/odgm/dist) to run as a second three-node cluster, the
     // subjects odgm3-other/1 and odgm3-other/64, interleaved with the others in every round.
