@@ -644,20 +644,22 @@ async function main(): Promise<void> {
     await fill(one.port, raft1Body, [one.child.pid], () => versionSum(one.client, "raft1"));
     await fill(etcdPort, etcdBody, etcdPids, () => etcd.revision(), "/etcdserverpb.KV/Put");
 
+    /** SetValue to the replicated partition's leader `to` of a three-node cluster (`pids`). */
+    const toLeader = (to: OdgmNode, pids: readonly number[], inflight: number) => () =>
+      grpcLoad({
+        bin,
+        targets: [{ port: to.port, body: replicated, inflight }],
+        path: setValue,
+        pids,
+        counter: () => versionSum(to.client, "replicated"),
+      });
     const subjects: Subject[] = [];
     for (const inflight of [1, 64]) {
       subjects.push(
         {
           id: `odgm3/${inflight}`,
           what: `odgm, 3 nodes, raft partition with 3 replicas, SetValue to the leader, ${inflight} in flight`,
-          measure: () =>
-            grpcLoad({
-              bin,
-              targets: [{ port: leader.port, body: replicated, inflight }],
-              path: setValue,
-              pids: clusterPids,
-              counter: () => versionSum(leader.client, "replicated"),
-            }),
+          measure: toLeader(leader, clusterPids, inflight),
         },
         {
           id: `etcd3/${inflight}`,
@@ -676,14 +678,7 @@ async function main(): Promise<void> {
         subjects.push({
           id: `odgm3-other/${inflight}`,
           what: `as \`odgm3/${inflight}\`, with the odgm of ${otherRoot} (${commits.other})`,
-          measure: () =>
-            grpcLoad({
-              bin,
-              targets: [{ port: otherLeader.port, body: replicated, inflight }],
-              path: setValue,
-              pids: otherPids,
-              counter: () => versionSum(otherLeader.client, "replicated"),
-            }),
+          measure: toLeader(otherLeader, otherPids, inflight),
         });
     }
     subjects.push(
