@@ -240,14 +240,30 @@ describe("a three-node cluster", () => {
       else if (Math.max(was.sync, now.sync) <= 0.01)
         expect(now.inline - was.inline, `follower ${id}`).toBeGreaterThan(0);
     }
-    // ODGM_RAFT_LOG_INLINE_MAX_MS=0: a follower restarted with it leaves every log write to
-    // the worker.
+    // The check above asserts nothing on a disk whose syncs take more than 10 ms. A follower
+    // restarted with a limit no disk reaches writes its log on its event loop whatever the
+    // disk; restarted with ODGM_RAFT_LOG_INLINE_MAX_MS=0, it leaves every log write to the
+    // worker.
     const follower = ids.find((id) => id !== leader) as number;
-    expect(await cluster.stop(follower)).toBe(0);
-    await cluster.start(follower, { ODGM_RAFT_LOG_INLINE_MAX_MS: "0" });
-    await cluster.waitReady();
-    await burst("worker");
-    const restarted = await batches(follower);
+    const restartWith = async (limitMs: string, prefix: string) => {
+      expect(await cluster.stop(follower)).toBe(0);
+      await cluster.start(follower, { ODGM_RAFT_LOG_INLINE_MAX_MS: limitMs });
+      await cluster.waitReady();
+      await burst(prefix);
+      return batches(follower);
+    };
+    const unlimited = await restartWith("60000", "unlimited");
+    const kvLeader = async () =>
+      (
+        (await (await fetch(`${cluster.url(follower)}/api/cluster`)).json()) as {
+          groups: { group: string; leader: number }[];
+        }
+      ).groups.find((g) => g.group === "kv/0")?.leader;
+    // Unless leader balancing handed it kv/0 meanwhile: a leader with writes in flight
+    // rightly writes on the worker.
+    if ((await kvLeader()) !== follower) expect(unlimited.inline).toBeGreaterThan(0);
+    else console.log(`node ${follower} took over kv/0 after its restart; inline check skipped`);
+    const restarted = await restartWith("0", "worker");
     expect(restarted.inline).toBe(0);
     expect(restarted.worker).toBeGreaterThan(0);
   });
