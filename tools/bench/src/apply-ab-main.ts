@@ -15,6 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { meanInterval, spread } from "./stats.js";
 
 const { values: args, positionals } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -87,18 +88,21 @@ try {
       s.cpu.push((used.user + used.system) / (BLOCK * BATCH));
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
+  const median = (xs: number[]) => spread(xs).median;
   const base = subjects[0] as Subject;
   console.log(
     `apply of ${BATCH} set_entry per batch on ${OBJECTS} object(s), ${ROUNDS} alternating blocks of ${BLOCK} batches each`,
   );
   console.log(
-    "| checkout | CPU µs per operation (median) | ratio to this checkout (median of paired blocks) |",
+    "| checkout | CPU µs per operation (median) | ratio to this checkout (median of paired blocks) | mean, 95 % CI |",
   );
-  console.log("|---|---:|---:|");
+  console.log("|---|---:|---:|---:|");
   for (const s of subjects) {
     const ratios = s.cpu.map((c, i) => c / (base.cpu[i] as number));
-    console.log(`| ${s.name} | ${median(s.cpu).toFixed(2)} | ${median(ratios).toFixed(3)}× |`);
+    const m = meanInterval(ratios);
+    console.log(
+      `| ${s.name} | ${median(s.cpu).toFixed(2)} | ${median(ratios).toFixed(3)}× | ${m.mean.toFixed(3)}× (${m.low.toFixed(3)}–${m.high.toFixed(3)}×) |`,
+    );
   }
 } finally {
   for (const s of subjects) {

@@ -37,7 +37,7 @@ import {
 } from "./proc-stat.js";
 import { type Child, killAllChildren, startChild } from "./processes.js";
 import { freePort } from "./redis.js";
-import { mean, percentile, permutation } from "./stats.js";
+import { meanInterval, percentile, permutation } from "./stats.js";
 import { buildGrpcLoad, ensureWritesTools, runTool, toolVersion } from "./system-tools.js";
 
 const run = promisify(execFile);
@@ -748,7 +748,11 @@ async function main(): Promise<void> {
       const ra = results.get(a) ?? [];
       const rb = results.get(b) ?? [];
       const per = ra.map((x, i) => f(x) / f(rb[i] as Sample));
-      return `${percentile(per, 50).toFixed(2)}× (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)}×; mean ${mean(per).toFixed(3)}×)`;
+      const m = meanInterval(per);
+      const interval = Number.isFinite(m.low)
+        ? `, 95 % CI ${m.low.toFixed(3)}–${m.high.toFixed(3)}×`
+        : "";
+      return `${percentile(per, 50).toFixed(2)}× (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)}×; mean ${m.mean.toFixed(3)}×${interval})`;
     };
     const ratios = RATIOS.filter((r) => results.has(r.a) && results.has(r.b));
     const lines = [
@@ -776,7 +780,7 @@ async function main(): Promise<void> {
           `| \`${s.id}\` | ${s.what} | ${Math.round(med(s.id, (x) => x.rps))} | ${(med(s.id, (x) => x.p50Us) / 1000).toFixed(2)} | ${(med(s.id, (x) => x.p99Us) / 1000).toFixed(2)} | ${med(s.id, (x) => x.cpuUsPerWrite).toFixed(0)} | ${med(s.id, (x) => x.idlePct).toFixed(0)} |`,
       ),
       "",
-      "## Ratios (paired per round: median (min–max; mean))",
+      "## Ratios (paired per round: median (min–max; mean, with its 95 % confidence interval))",
       "",
       "| a / b | writes/s a/b | CPU per write a/b |",
       "|---|---:|---:|",

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   mean,
+  meanInterval,
   pairedRatio,
   percentile,
   percentileSorted,
@@ -28,6 +29,33 @@ describe("percentile (nearest rank)", () => {
   it("is NaN for no values and rejects out-of-range p", () => {
     expect(percentile([], 50)).toBeNaN();
     expect(() => percentile([1], 101)).toThrow(RangeError);
+  });
+});
+
+describe("meanInterval (Student's t, 95 %)", () => {
+  it("matches known answers", () => {
+    // sd 1.5811, standard error 0.7071, t(4) = 2.776
+    const five = meanInterval([1, 2, 3, 4, 5]);
+    expect(five.mean).toBe(3);
+    expect(five.low).toBeCloseTo(1.037, 3);
+    expect(five.high).toBeCloseTo(4.963, 3);
+    // Two values: t(1) = 12.706, standard error 0.5
+    const two = meanInterval([1, 2]);
+    expect(two.low).toBeCloseTo(1.5 - 6.353, 3);
+    expect(two.high).toBeCloseTo(1.5 + 6.353, 3);
+    // 40 values, beyond the table: the normal quantile
+    const forty = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? 0.9 : 1.1));
+    const half = 1.96 * Math.sqrt((40 * 0.01) / 39 / 40);
+    expect(meanInterval(forty).high - 1).toBeCloseTo(half, 9);
+  });
+  it("narrows as rounds agree, skips non-finite values, has no interval below two", () => {
+    const same = meanInterval([1.02, 1.02, 1.02]);
+    expect(same.low).toBeCloseTo(1.02, 12);
+    expect(same.high).toBeCloseTo(1.02, 12);
+    const a = meanInterval([0.9, 1.1, Number.NaN]);
+    expect(a.mean).toBeCloseTo(1, 12);
+    expect(meanInterval([0.95]).low).toBeNaN();
+    expect(meanInterval([]).mean).toBeNaN();
   });
 });
 

@@ -51,6 +51,38 @@ export function mean(values: readonly number[]): number {
   return v.length === 0 ? Number.NaN : v.reduce((a, b) => a + b, 0) / v.length;
 }
 
+/** Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (index = df − 1). */
+const T95 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145,
+  2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048,
+  2.045, 2.042,
+];
+
+/** A mean with its 95 % confidence interval. */
+export interface MeanInterval {
+  readonly mean: number;
+  readonly low: number;
+  readonly high: number;
+}
+
+/**
+ * The mean of the finite values with its 95 % confidence interval (Student's t; beyond 30
+ * degrees of freedom the normal quantile 1.96). For a few paired ratios, an interval that
+ * contains 1 says the rounds did not show a difference. `NaN` bounds for fewer than two values.
+ *
+ * @example
+ * meanInterval([1, 2, 3, 4, 5]); // { mean: 3, low: ≈1.037, high: ≈4.963 }
+ */
+export function meanInterval(values: readonly number[]): MeanInterval {
+  const v = values.filter((x) => Number.isFinite(x));
+  const m = mean(v);
+  if (v.length < 2) return { mean: m, low: Number.NaN, high: Number.NaN };
+  const variance = v.reduce((a, x) => a + (x - m) ** 2, 0) / (v.length - 1);
+  const t = T95[v.length - 2] ?? 1.96;
+  const half = t * Math.sqrt(variance / v.length);
+  return { mean: m, low: m - half, high: m + half };
+}
+
 /** `a / b`, or `NaN` when either is missing, not finite, or `b` is 0. */
 export function ratio(a: number | undefined, b: number | undefined): number {
   if (a === undefined || b === undefined) return Number.NaN;
