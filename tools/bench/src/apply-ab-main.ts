@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { meanInterval, spread } from "./stats.js";
+import { meanInterval, pairedRatios, spread } from "./stats.js";
 
 const { values: args, positionals } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -98,7 +98,7 @@ try {
   );
   console.log("|---|---:|---:|---:|");
   for (const s of subjects) {
-    const ratios = s.cpu.map((c, i) => c / (base.cpu[i] as number));
+    const ratios = pairedRatios(s.cpu, base.cpu);
     const m = meanInterval(ratios);
     console.log(
       `| ${s.name} | ${median(s.cpu).toFixed(2)} | ${median(ratios).toFixed(3)}× | ${m.mean.toFixed(3)}× (${m.low.toFixed(3)}–${m.high.toFixed(3)}×) |`,

@@ -37,7 +37,7 @@ import {
 } from "./proc-stat.js";
 import { type Child, killAllChildren, startChild } from "./processes.js";
 import { freePort } from "./redis.js";
-import { meanInterval, percentile, permutation } from "./stats.js";
+import { meanInterval, pairedRatios, percentile, permutation, spread } from "./stats.js";
 import { buildGrpcLoad, ensureWritesTools, runTool, toolVersion } from "./system-tools.js";
 
 const run = promisify(execFile);
@@ -179,19 +179,19 @@ async function nodeFlagsOf(root: string): Promise<string[]> {
 }
 
 /**
- * Starts `count` odgm members of one cluster: this checkout's build, or with `other` (that
- * checkout's Node flags) the `--other` checkout's, its data directories and process names
- * marked `other`.
+ * Starts `count` odgm members of one cluster: this checkout's build, or with `other` (the
+ * `--other` checkout's root and Node flags) that checkout's, its data directories and
+ * process names marked `other`.
  */
 async function startOdgmNodes(
   count: number,
   collections: readonly object[],
-  other?: { readonly flags: readonly string[] },
+  other?: { readonly root: string; readonly flags: readonly string[] },
 ): Promise<OdgmNode[]> {
   const ports: number[] = [];
   for (let i = 0; i < count; i++) ports.push(await freePort());
   const members = ports.map((p, i) => `${i + 1}=http://127.0.0.1:${p}`).join(",");
-  const bin = odgmBin(other === undefined ? undefined : otherRoot);
+  const bin = odgmBin(other?.root);
   const tag = other === undefined ? "odgm" : "odgm-other";
   return Promise.all(
     ports.map(async (port, i) => {
@@ -575,12 +575,12 @@ async function main(): Promise<void> {
     { name: "raft1", partitionCount: 1, shardType: "raft", replicaCount: 1 },
   ]);
   const other =
-    otherFlags === undefined
+    otherRoot === undefined || otherFlags === undefined
       ? []
       : await startOdgmNodes(
           3,
           [{ name: "replicated", partitionCount: 1, shardType: "raft", replicaCount: 3 }],
-          { flags: otherFlags },
+          { root: otherRoot, flags: otherFlags },
         );
   const etcd = await startEtcdCluster();
   log(
@@ -745,14 +745,13 @@ async function main(): Promise<void> {
     const med = (id: string, f: (s: Sample) => number): number =>
       percentile((results.get(id) ?? []).map(f), 50);
     const ratio = (a: string, b: string, f: (s: Sample) => number): string => {
-      const ra = results.get(a) ?? [];
-      const rb = results.get(b) ?? [];
-      const per = ra.map((x, i) => f(x) / f(rb[i] as Sample));
+      const per = pairedRatios((results.get(a) ?? []).map(f), (results.get(b) ?? []).map(f));
+      const s = spread(per);
       const m = meanInterval(per);
       const interval = Number.isFinite(m.low)
         ? `, 95 % CI ${m.low.toFixed(3)}–${m.high.toFixed(3)}×`
         : "";
-      return `${percentile(per, 50).toFixed(2)}× (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)}×; mean ${m.mean.toFixed(3)}×${interval})`;
+      return `${s.median.toFixed(2)}× (${s.min.toFixed(2)}–${s.max.toFixed(2)}×; mean ${m.mean.toFixed(3)}×${interval})`;
     };
     const ratios = RATIOS.filter((r) => results.has(r.a) && results.has(r.b));
     const lines = [

@@ -3,6 +3,7 @@ import {
   mean,
   meanInterval,
   pairedRatio,
+  pairedRatios,
   percentile,
   percentileSorted,
   permutation,
@@ -79,6 +80,7 @@ describe("spread and ratios", () => {
   it("pairs ratios per round and skips rounds missing on either side", () => {
     // round 0: 2/1, round 1: missing baseline, round 2: 9/3
     expect(pairedRatio([2, 5, 9], [1, undefined, 3])).toEqual({ min: 2, median: 2.5, max: 3 });
+    expect(pairedRatios([2, 5, 9, 4], [1, undefined, 3, 0])).toEqual([2, 3]);
     // paired ratios differ from the ratio of medians when rounds drift together
     expect(pairedRatio([10, 20, 40], [10, 20, 40]).median).toBe(1);
   });

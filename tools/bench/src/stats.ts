@@ -92,20 +92,28 @@ export function ratio(a: number | undefined, b: number | undefined): number {
 
 /**
  * Paired ratios: `a[i] / b[i]` for each round `i` measured in both (subject and baseline
- * measured in the same round, so drift of the machine affects both), summarized as a
- * {@link Spread}. Rounds missing on either side are skipped.
+ * measured in the same round, so drift of the machine affects both). Rounds missing on
+ * either side are skipped.
  */
-export function pairedRatio(
+export function pairedRatios(
   a: readonly (number | undefined)[],
   b: readonly (number | undefined)[],
-): Spread {
+): number[] {
   const out: number[] = [];
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
     const r = ratio(a[i], b[i]);
     if (Number.isFinite(r)) out.push(r);
   }
-  return spread(out);
+  return out;
+}
+
+/** {@link pairedRatios} summarized as a {@link Spread}. */
+export function pairedRatio(
+  a: readonly (number | undefined)[],
+  b: readonly (number | undefined)[],
+): Spread {
+  return spread(pairedRatios(a, b));
 }
 
 /**
