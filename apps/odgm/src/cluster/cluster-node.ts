@@ -14,7 +14,7 @@ import {
   createClient,
   type ServiceImpl,
 } from "@connectrpc/connect";
-import { createGrpcTransport, type Http2SessionManager } from "@connectrpc/connect-node";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import type { EntryStore, KvShard, KvWriteOp, MutationResult, StoreOp } from "@oprc/entry-store";
 import { isStoreError } from "@oprc/entry-store";
 import {
@@ -85,7 +85,6 @@ import {
   createRaftTransport,
   type PeerTls,
   type PeerTransportStats,
-  peerSession,
 } from "./raft-transport.js";
 import { createRequestBatcher, type RequestBatcher } from "./request-batcher.js";
 import { atEndOfTurn } from "./turn.js";
@@ -556,10 +555,12 @@ export class ClusterNode {
     if (url === undefined) return undefined;
     let p = this.peers.get(url);
     if (p === undefined) {
-      const session = peerSession(
+      // Over `https://`, authenticated both ways with the node's certificate.
+      const tls = this.o.peerTls;
+      const session = new Http2SessionManager(
         url,
         { pingIntervalMs: 2000, pingTimeoutMs: 2000 },
-        this.o.peerTls,
+        tls === undefined ? undefined : { ca: tls.ca, cert: tls.cert, key: tls.key },
       );
       const transport = createGrpcTransport({ baseUrl: url, sessionManager: session });
       const raft = createClient(RaftService, transport);

@@ -4,18 +4,16 @@
 // bound for one peer are batched; one batch per peer is being written at a time, and what
 // arrives meanwhile forms the next. A failed or stalled stream drops what it carried (Raft
 // resends), tells the groups it carried that the peer is unreachable, and is reopened after
-// a backoff. The sending half writes gRPC frames on the HTTP/2 stream itself (no client
-// library pipeline per batch); any gRPC server of `oprc.RaftService` can read them. An empty
+// a backoff. The sending half frames gRPC messages and HTTP/2 itself and writes them straight
+// to the socket (h2-streaming-call.ts: Node's HTTP/2 client would send them a turn of the event
+// loop later); any gRPC server of `oprc.RaftService` can read them. An empty
 // batch (`keepAlive`) tells a peer this node is there while no group has anything to send.
-import { type ClientHttp2Stream, constants, type IncomingHttpHeaders } from "node:http2";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
-import { Http2SessionManager } from "@connectrpc/connect-node";
 import { type RaftBatch, type RaftBatchAck, RaftBatchAckSchema, RaftService } from "@oprc/grpc-api";
 import type { Message } from "@oprc/raft-log";
 import { frameMessage } from "../server/grpc-framing.js";
-import { IncomingHeaders } from "../server/lazy-headers.js";
+import { type CallTls, H2StreamingCall } from "./h2-streaming-call.js";
 import { encodeRaftBatch, fromWireMessage, type GroupMessage, isWireMessage } from "./raft-wire.js";
 import { atEndOfTurn } from "./turn.js";
 
@@ -50,24 +48,7 @@ export interface RaftTransportOptions {
 }
 
 /** What a node presents to its peers and checks them against (PEM). */
-export interface PeerTls {
-  readonly cert: string | Buffer;
-  readonly key: string | Buffer;
-  readonly ca: string | Buffer;
-}
-
-/** A session to a peer; over `https://`, authenticated both ways with `tls`. */
-export function peerSession(
-  url: string,
-  ping: ConstructorParameters<typeof Http2SessionManager>[1],
-  tls: PeerTls | undefined,
-): Http2SessionManager {
-  return new Http2SessionManager(
-    url,
-    ping,
-    tls === undefined ? undefined : { ca: tls.ca, cert: tls.cert, key: tls.key },
-  );
-}
+export type PeerTls = CallTls;
 
 /** Per-peer counters. */
 export interface PeerTransportStats {
@@ -108,9 +89,9 @@ const BACKOFF_MAX_MS = 2000;
 
 /** One open `Stream` call to a peer. */
 interface PeerStream {
-  /** The HTTP/2 stream, once the session opened it. */
-  readonly opened: Promise<ClientHttp2Stream>;
-  h2: ClientHttp2Stream | undefined;
+  /** The call, once its connection is up. */
+  readonly opened: Promise<H2StreamingCall>;
+  h2: H2StreamingCall | undefined;
   /** Groups whose messages went on this stream (told on failure: those may be lost). */
   readonly groups: Set<string>;
   /** A batch is being written (one at a time). */
@@ -123,7 +104,6 @@ interface Peer {
   readonly id: number;
   queue: GroupMessage[];
   bytes: number[];
-  session: Http2SessionManager | undefined;
   url: string | undefined;
   stream: PeerStream | undefined;
   /** A flush is queued for the end of this turn ({@link atEndOfTurn}). */
@@ -162,7 +142,6 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
         id,
         queue: [],
         bytes: [],
-        session: undefined,
         url: undefined,
         stream: undefined,
         flushQueued: false,
@@ -182,23 +161,17 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     return p;
   };
 
-  const sessionOf = (p: Peer): Http2SessionManager | undefined => {
+  /** The peer's address; a peer that moved has its old stream ended quietly. */
+  const urlOf = (p: Peer): string | undefined => {
     const url = options.addressOf(p.id);
     if (url === undefined) return undefined;
-    if (p.session === undefined || p.url !== url) {
-      // A peer that moved: its old stream ends quietly (as a stream opened anew would).
+    if (p.url !== url) {
+      // As a stream opened anew would end it: no failure counted.
       if (p.stream !== undefined) cancel(p.stream);
       p.stream = undefined;
-      p.session?.abort();
       p.url = url;
-      // Pings find a dead peer (a cut link looks like silence, not a refusal).
-      p.session = peerSession(
-        url,
-        { pingIntervalMs: 2000, pingTimeoutMs: 2000, idleConnectionTimeoutMs: 60_000 },
-        options.tls,
-      );
     }
-    return p.session;
+    return url;
   };
 
   /** Ends `s` after an error: what it carried may be lost, so its groups hear of it. */
@@ -206,10 +179,8 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     if (closed || p.stream !== s) return;
     p.stream = undefined;
     p.connected = false;
+    // Each stream has its connection: the next one starts on a fresh connection.
     cancel(s);
-    // The next stream starts on a fresh connection (the old one may be the stalled one).
-    p.session?.abort();
-    p.session = undefined;
     p.failures++;
     p.dropped += s.writing;
     p.backoffMs = Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, p.backoffMs * 2));
@@ -219,51 +190,20 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
     schedule(p);
   };
 
-  /** Follows the answer side of `h2`: any end of the call (an answer, a reset) fails it. */
-  const watch = (p: Peer, s: PeerStream, h2: ClientHttp2Stream, session: Http2SessionManager) => {
-    /** The error status the peer answered with (headers or trailers), as connect reads it. */
-    let refused: ConnectError | undefined;
-    const statusOf = (h: IncomingHttpHeaders): void => {
-      refused ??= findTrailerError(new IncomingHeaders(h));
-    };
-    h2.on("response", (h) => {
-      if (h[":status"] !== 200) {
-        fail(p, s, new ConnectError(`HTTP status ${h[":status"]}`, Code.Unavailable));
-      }
-      statusOf(h);
-    });
-    h2.on("trailers", statusOf);
-    // The answer (one acknowledgement) is read and dropped; reading keeps pings verified.
-    h2.on("data", () => session.notifyResponseByteRead(h2));
-    h2.on("error", (err) => fail(p, s, err));
-    // The answer's end (its trailers) ends the call: this side stays open until closed, so
-    // "close" alone would not come.
-    const ended = (): void => {
-      fail(
-        p,
-        s,
-        refused ??
-          new ConnectError(
-            `the peer ended the Raft stream${h2.rstCode ? ` (reset ${h2.rstCode})` : ""}`,
-            Code.Unavailable,
-          ),
-      );
-    };
-    h2.on("end", ended);
-    h2.on("close", ended);
-  };
-
   const streamOf = (p: Peer): PeerStream | undefined => {
-    const session = sessionOf(p);
-    if (session === undefined) return undefined;
+    const url = urlOf(p);
+    if (url === undefined) return undefined;
     if (p.stream === undefined) {
       const s: PeerStream = {
-        opened: session.request(
-          "POST",
-          RAFT_STREAM_PATH,
-          { "content-type": "application/grpc+proto", te: "trailers" },
-          {},
-        ),
+        // Pings find a dead peer (a cut link looks like silence, not a refusal).
+        opened: H2StreamingCall.open({
+          url,
+          path: RAFT_STREAM_PATH,
+          headers: ["content-type", "application/grpc+proto", "te", "trailers"],
+          ...(options.tls === undefined ? {} : { tls: options.tls }),
+          pingIntervalMs: 2000,
+          pingTimeoutMs: 2000,
+        }),
         h2: undefined,
         groups: new Set(),
         busy: false,
@@ -274,8 +214,9 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       s.opened.then(
         (h2) => {
           s.h2 = h2;
+          // Any end of the call (the peer's answer, a reset, a lost connection) fails it.
           if (p.stream !== s) cancel(s);
-          else watch(p, s, h2, session);
+          else h2.whenEnded((err) => fail(p, s, err));
         },
         (err: unknown) => fail(p, s, err),
       );
@@ -422,7 +363,6 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
       for (const p of peers.values()) {
         if (p.timer !== undefined) clearTimeout(p.timer);
         if (p.stream !== undefined) cancel(p.stream);
-        p.session?.abort();
         p.queue = [];
         p.bytes = [];
       }
@@ -430,13 +370,9 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
   };
 }
 
-/** Closes `s` (at once, or once the session opened it). */
+/** Closes `s` (at once, or once its connection is up); it reports nothing after this. */
 function cancel(s: PeerStream): void {
-  const close = (h2: ClientHttp2Stream): void => {
-    // Whatever the stream still reports after this is of no interest.
-    h2.on("error", () => undefined);
-    if (!h2.closed) h2.close(constants.NGHTTP2_CANCEL);
-  };
+  const close = (h2: H2StreamingCall): void => h2.close();
   if (s.h2 !== undefined) close(s.h2);
   else s.opened.then(close, () => undefined);
 }
