@@ -260,6 +260,23 @@ describe("H2StreamingCall", () => {
     expect((err as ConnectError).code).toBe(Code.Unavailable);
   });
 
+  it("gives up connecting after connectTimeoutMs (a peer that never finishes the handshake)", async () => {
+    // A TLS client waits for the server's handshake, which this server never sends.
+    const mute = net.createServer(() => undefined);
+    const port = await listen(mute);
+    const started = Date.now();
+    const err = await H2StreamingCall.open({
+      url: `https://127.0.0.1:${port}`,
+      path: PATH,
+      headers: HEADERS,
+      ...PING,
+      connectTimeoutMs: 100,
+    }).catch((e: unknown) => e);
+    expect((err as ConnectError).code).toBe(Code.Unavailable);
+    expect((err as ConnectError).rawMessage).toMatch(/no connection within 100 ms/);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
   it("speaks HTTP/2 over mutual TLS: the peer sees the client's certificate", async () => {
     const dir = join(import.meta.dirname, "..", "..", "test", "fixtures", "tls");
     const pem = (name: string) => readFileSync(join(dir, name));

@@ -60,6 +60,8 @@ export interface H2StreamingCallOptions {
   readonly pingIntervalMs: number;
   /** A PING not answered within this (ms) ends the call. */
   readonly pingTimeoutMs: number;
+  /** Connecting (TLS handshake included) may take this long (ms). Default 5000. */
+  readonly connectTimeoutMs?: number;
 }
 
 /** The one stream of the connection. */
@@ -125,6 +127,21 @@ export class H2StreamingCall {
     }
     const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
     const port = Number(url.port || (secure ? 443 : 80));
+    const block = new HpackEncoder().encode([
+      ":method",
+      "POST",
+      ":scheme",
+      secure ? "https" : "http",
+      ":authority",
+      url.host,
+      ":path",
+      o.path,
+      ...o.headers,
+    ]);
+    if (block.length > DEFAULT_MAX_FRAME_SIZE) {
+      return Promise.reject(new ConnectError("request headers too large", Code.Internal));
+    }
+    const timeoutMs = o.connectTimeoutMs ?? 5000;
     return new Promise((resolve, reject) => {
       const socket = secure
         ? tls.connect({
@@ -136,9 +153,16 @@ export class H2StreamingCall {
           })
         : net.connect({ host, port });
       const failed = (err: Error): void => {
+        clearTimeout(timer);
         socket.destroy();
         reject(unavailable(`cannot reach ${url.origin}: ${err.message}`, err));
       };
+      // A blackholed address would otherwise hold the socket for the kernel's SYN retries.
+      const timer = setTimeout(
+        () => failed(new Error(`no connection within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      timer.unref();
       socket.once("error", failed);
       socket.once(secure ? "secureConnect" : "connect", () => {
         socket.off("error", failed);
@@ -146,12 +170,13 @@ export class H2StreamingCall {
           failed(new Error("the peer does not speak HTTP/2 over TLS"));
           return;
         }
-        resolve(new H2StreamingCall(socket, url, o));
+        clearTimeout(timer);
+        resolve(new H2StreamingCall(socket, url, block, o));
       });
     });
   }
 
-  private constructor(socket: Socket, url: URL, o: H2StreamingCallOptions) {
+  private constructor(socket: Socket, url: URL, block: Buffer, o: H2StreamingCallOptions) {
     this.#socket = socket;
     this.#origin = url.origin;
     this.#pingTimeoutMs = o.pingTimeoutMs;
@@ -159,18 +184,6 @@ export class H2StreamingCall {
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("error", (err) => this.#end(unavailable(`${this.#origin}: ${err.message}`, err)));
     socket.on("close", () => this.#end(unavailable(`the connection to ${this.#origin} closed`)));
-    const block = new HpackEncoder().encode([
-      ":method",
-      "POST",
-      ":scheme",
-      url.protocol === "https:" ? "https" : "http",
-      ":authority",
-      url.host,
-      ":path",
-      o.path,
-      ...o.headers,
-    ]);
-    if (block.length > DEFAULT_MAX_FRAME_SIZE) throw new RangeError("request headers too large");
     socket.write(
       Buffer.concat([
         CLIENT_PREFACE,
@@ -258,6 +271,8 @@ export class H2StreamingCall {
   }
 
   #onData(chunk: Buffer): void {
+    // After a close here, what the peer still sends is of no interest.
+    if (this.#ended !== undefined) return;
     const buf = this.#in === undefined ? chunk : Buffer.concat([this.#in, chunk]);
     let at = 0;
     try {

@@ -203,6 +203,7 @@ export function createRaftTransport(options: RaftTransportOptions): RaftTranspor
           ...(options.tls === undefined ? {} : { tls: options.tls }),
           pingIntervalMs: 2000,
           pingTimeoutMs: 2000,
+          connectTimeoutMs: timeoutMs,
         }),
         h2: undefined,
         groups: new Set(),
