@@ -187,9 +187,31 @@ describe("H2StreamingCall", () => {
     expect(reset.rawMessage).toMatch(/the peer ended the call \(reset 8\)/);
 
     const away = await ended(
-      await open(await nodeServer((s) => s.session?.goaway(constants.NGHTTP2_NO_ERROR))),
+      await open(await nodeServer((s) => s.session?.goaway(constants.NGHTTP2_INTERNAL_ERROR))),
     );
-    expect(away.rawMessage).toMatch(/going away \(GOAWAY 0\)|closed/);
+    // An error, not a drain: the call ends at once.
+    expect(away.rawMessage).toMatch(/going away \(GOAWAY 2\)/);
+  });
+
+  it("goes on after a graceful GOAWAY that counts its stream in, until the connection closes", async () => {
+    const got: Buffer[] = [];
+    let stream: ServerHttp2Stream | undefined;
+    const url = await nodeServer((s) => {
+      stream = s;
+      s.on("data", (c: Buffer) => got.push(c));
+    });
+    const call = await open(url);
+    await write(call, bytes(10, 1));
+    await until(() => stream !== undefined);
+    // What a draining server says: no new streams, but stream 1 may finish.
+    stream?.session?.goaway(constants.NGHTTP2_NO_ERROR, 1);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(call.closed).toBe(false);
+    await write(call, bytes(20, 2));
+    await until(() => got.reduce((n, b) => n + b.length, 0) === 30);
+    const end = ended(call);
+    stream?.session?.destroy();
+    expect((await end).code).toBe(Code.Unavailable);
   });
 
   it("pings the peer: answered, the call stays; a silent peer ends it", async () => {

@@ -14,9 +14,10 @@
 // shut), answers to the peer's SETTINGS and PINGs, and WINDOW_UPDATEs for what the peer sends.
 // It reads the response's headers and trailers (every header block is decoded, so the HPACK
 // table stays in step), RST_STREAM and GOAWAY, and pings the peer so that a link that went
-// silent is noticed. Any end of the call — trailers, a reset, GOAWAY, a socket error or
-// close, a ping not answered in time, a protocol error of the peer — is reported once to the
-// `whenEnded` callback, as a ConnectError (the error status the peer sent, when it sent one).
+// silent is noticed. Any end of the call — trailers, a reset, a GOAWAY that does not let the
+// stream finish, a socket error or close, a ping not answered in time, a protocol error of
+// the peer — is reported once to the `whenEnded` callback, as a ConnectError (the error
+// status the peer sent, when it sent one).
 import net, { type Socket } from "node:net";
 import tls from "node:tls";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -356,7 +357,13 @@ export class H2StreamingCall {
         return;
       }
       case FrameType.GOAWAY: {
-        const code = payload.length >= 8 ? payload.readUInt32BE(4) : ErrorCode.PROTOCOL_ERROR;
+        if (payload.length < 8) throw new ProtocolError("GOAWAY of a wrong size");
+        const last = payload.readUInt32BE(0) & 0x7fff_ffff;
+        const code = payload.readUInt32BE(4);
+        // A graceful GOAWAY that counts our stream in lets it go on (RFC 9113 §6.8): a
+        // stopping node drains its peers' Raft streams that way, and hears through them that
+        // another node leads now. The connection's close ends the call later.
+        if (code === ErrorCode.NO_ERROR && last >= STREAM_ID) return;
         this.#end(unavailable(`${this.#origin} is going away (GOAWAY ${code})`));
         return;
       }
