@@ -215,12 +215,16 @@ describe("H2StreamingCall", () => {
   });
 
   it("pings the peer: answered, the call stays; a silent peer ends it", async () => {
-    const answering = await open(await nodeServer(() => undefined), {
+    // A ping every 20 ms, one at a time: the next goes only once the last was answered
+    // (2 s allowed each: slack for a loaded machine).
+    let pings = 0;
+    const answering = await open(await nodeServer((s) => s.session?.on("ping", () => pings++)), {
       pingIntervalMs: 20,
-      pingTimeoutMs: 100,
+      pingTimeoutMs: 2000,
     });
     await new Promise((r) => setTimeout(r, 300));
     expect(answering.closed).toBe(false);
+    expect(pings).toBeGreaterThanOrEqual(3);
 
     // Accepts the connection and never says a word.
     const silent = net.createServer(() => undefined);
