@@ -271,6 +271,20 @@ describe("H2StreamingCall", () => {
     expect(call.closed).toBe(true);
   });
 
+  it("close() frees the connection of a peer that stopped reading", async () => {
+    // Never reads: it sees neither the reset nor the end of the connection.
+    const deaf = net.createServer((s) => s.pause());
+    const port = await listen(deaf);
+    const sockets = () =>
+      process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap").length;
+    const before = sockets();
+    const call = await open(`http://127.0.0.1:${port}`);
+    await until(() => sockets() === before + 2);
+    call.close();
+    // Ours goes within the grace; the server's own stays until the test ends it.
+    await until(() => sockets() === before + 1);
+  });
+
   it("refuses a peer that cannot be reached (UNAVAILABLE)", async () => {
     const spare = net.createServer();
     await new Promise<void>((r) => spare.listen(0, "127.0.0.1", r));

@@ -74,6 +74,8 @@ const MAX_RECEIVE_FRAME = DEFAULT_MAX_FRAME_SIZE;
 /** The largest response header list we decode. */
 const MAX_HEADER_LIST = 64 * 1024;
 const LARGEST_FRAME_SIZE = 16_777_215;
+/** How long {@link H2StreamingCall.close} lets the peer close the connection itself (ms). */
+const CLOSE_GRACE_MS = 1000;
 
 class ProtocolError extends Error {}
 
@@ -222,12 +224,18 @@ export class H2StreamingCall {
     this.#pump();
   }
 
-  /** Resets the stream (`code`, default CANCEL) and closes the connection; reports nothing. */
+  /**
+   * Resets the stream (`code`, default CANCEL) and closes the connection; reports nothing. A
+   * peer that does not take the reset and close within a second (it stopped reading) has the
+   * connection destroyed.
+   */
   close(code: number = ErrorCode.CANCEL): void {
     if (this.#ended !== undefined) return;
     this.#ended = { err: undefined };
     this.#stop(unavailable("the call was closed"));
-    this.#socket.end(u32Frame(FrameType.RST_STREAM, STREAM_ID, code));
+    const socket = this.#socket;
+    socket.end(u32Frame(FrameType.RST_STREAM, STREAM_ID, code));
+    setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
   }
 
   /** Writes as much of the pending write as both send windows allow. */
