@@ -31,7 +31,10 @@ import {
   FRAME_HEADER_BYTES,
   FrameType,
   frame,
+  H2ConnectionError,
+  headerBlockFragment,
   MAX_WINDOW,
+  readFrames,
   Setting,
   settingsFrame,
   u32Frame,
@@ -76,8 +79,6 @@ const MAX_HEADER_LIST = 64 * 1024;
 const LARGEST_FRAME_SIZE = 16_777_215;
 /** How long {@link H2StreamingCall.close} lets the peer close the connection itself (ms). */
 const CLOSE_GRACE_MS = 1000;
-
-class ProtocolError extends Error {}
 
 /** A write waiting for the flow-control windows to open. */
 interface PendingWrite {
@@ -283,43 +284,37 @@ export class H2StreamingCall {
     // After a close here, what the peer still sends is of no interest.
     if (this.#ended !== undefined) return;
     const buf = this.#in === undefined ? chunk : Buffer.concat([this.#in, chunk]);
-    let at = 0;
+    let at: number;
     try {
-      while (buf.length - at >= FRAME_HEADER_BYTES) {
-        const length = (buf[at] as number) * 65536 + (buf.readUInt16BE(at + 1) as number);
-        if (length > MAX_RECEIVE_FRAME) {
-          throw new ProtocolError(`a frame of ${length} bytes, above ${MAX_RECEIVE_FRAME}`);
-        }
-        if (buf.length - at < FRAME_HEADER_BYTES + length) break;
-        const type = buf[at + 3] as number;
-        const flags = buf[at + 4] as number;
-        const streamId = buf.readUInt32BE(at + 5) & 0x7fff_ffff;
-        const payload = buf.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length);
-        at += FRAME_HEADER_BYTES + length;
-        this.#frame(type, flags, streamId, payload);
-        if (this.#ended !== undefined) return;
-      }
+      at = readFrames(buf, MAX_RECEIVE_FRAME, this.#frameRead);
     } catch (err) {
       this.#end(unavailable(`${this.#origin} broke HTTP/2: ${(err as Error).message}`, err));
       return;
     }
+    if (this.#ended !== undefined) return;
     this.#in = at === buf.length ? undefined : buf.subarray(at);
   }
 
+  /** {@link readFrames}' callback: one frame, and whether to go on (the call lives). */
+  readonly #frameRead = (type: number, flags: number, streamId: number, p: Buffer): boolean => {
+    this.#frame(type, flags, streamId, p);
+    return this.#ended === undefined;
+  };
+
   #frame(type: number, flags: number, streamId: number, payload: Buffer): void {
     if (this.#block !== undefined && type !== FrameType.CONTINUATION) {
-      throw new ProtocolError("a header block was interrupted");
+      throw protocolError("a header block was interrupted");
     }
     switch (type) {
       case FrameType.DATA: {
-        if (streamId === 0) throw new ProtocolError("DATA on stream 0");
+        if (streamId === 0) throw protocolError("DATA on stream 0");
         this.#received(streamId, payload.length);
         if (streamId === STREAM_ID && (flags & Flag.END_STREAM) !== 0) this.#endedByPeer();
         return;
       }
       case FrameType.HEADERS: {
-        if (streamId === 0) throw new ProtocolError("HEADERS on stream 0");
-        const fragment = headerFragment(flags, payload);
+        if (streamId === 0) throw protocolError("HEADERS on stream 0");
+        const fragment = headerBlockFragment(flags, payload);
         this.#block = {
           streamId,
           endStream: (flags & Flag.END_STREAM) !== 0,
@@ -332,21 +327,21 @@ export class H2StreamingCall {
       case FrameType.CONTINUATION: {
         const block = this.#block;
         if (block === undefined || block.streamId !== streamId) {
-          throw new ProtocolError("CONTINUATION without its HEADERS");
+          throw protocolError("CONTINUATION without its HEADERS");
         }
         block.parts.push(payload);
         block.size += payload.length;
-        if (block.size > MAX_HEADER_LIST) throw new ProtocolError("header block too large");
+        if (block.size > MAX_HEADER_LIST) throw protocolError("header block too large");
         if ((flags & Flag.END_HEADERS) !== 0) this.#headerBlock();
         return;
       }
       case FrameType.RST_STREAM: {
-        if (payload.length !== 4) throw new ProtocolError("RST_STREAM of a wrong size");
+        if (payload.length !== 4) throw protocolError("RST_STREAM of a wrong size");
         if (streamId === STREAM_ID) this.#endedByPeer(payload.readUInt32BE(0));
         return;
       }
       case FrameType.SETTINGS: {
-        if (streamId !== 0 || payload.length % 6 !== 0) throw new ProtocolError("bad SETTINGS");
+        if (streamId !== 0 || payload.length % 6 !== 0) throw protocolError("bad SETTINGS");
         if ((flags & Flag.ACK) !== 0) return;
         for (let i = 0; i < payload.length; i += 6)
           this.#setting(payload.readUInt16BE(i), payload.readUInt32BE(i + 2));
@@ -355,7 +350,7 @@ export class H2StreamingCall {
         return;
       }
       case FrameType.PING: {
-        if (streamId !== 0 || payload.length !== 8) throw new ProtocolError("bad PING");
+        if (streamId !== 0 || payload.length !== 8) throw protocolError("bad PING");
         if ((flags & Flag.ACK) === 0)
           this.#socket.write(frame(FrameType.PING, Flag.ACK, 0, payload));
         else if (this.#pingDeadline !== undefined) {
@@ -365,7 +360,7 @@ export class H2StreamingCall {
         return;
       }
       case FrameType.GOAWAY: {
-        if (payload.length < 8) throw new ProtocolError("GOAWAY of a wrong size");
+        if (payload.length < 8) throw protocolError("GOAWAY of a wrong size");
         const last = payload.readUInt32BE(0) & 0x7fff_ffff;
         const code = payload.readUInt32BE(4);
         // A graceful GOAWAY that counts our stream in lets it go on (RFC 9113 §6.8): a
@@ -376,19 +371,19 @@ export class H2StreamingCall {
         return;
       }
       case FrameType.WINDOW_UPDATE: {
-        if (payload.length !== 4) throw new ProtocolError("WINDOW_UPDATE of a wrong size");
+        if (payload.length !== 4) throw protocolError("WINDOW_UPDATE of a wrong size");
         const increment = payload.readUInt32BE(0) & 0x7fff_ffff;
-        if (increment === 0) throw new ProtocolError("a WINDOW_UPDATE of 0");
+        if (increment === 0) throw protocolError("a WINDOW_UPDATE of 0");
         if (streamId === 0) this.#connSend += increment;
         else if (streamId === STREAM_ID) this.#streamSend += increment;
         if (this.#connSend > MAX_WINDOW || this.#streamSend > MAX_WINDOW) {
-          throw new ProtocolError("a flow-control window above 2^31 - 1");
+          throw protocolError("a flow-control window above 2^31 - 1");
         }
         this.#pump();
         return;
       }
       case FrameType.PUSH_PROMISE:
-        throw new ProtocolError("PUSH_PROMISE, though push is disabled");
+        throw protocolError("PUSH_PROMISE, though push is disabled");
       default:
         // PRIORITY and unknown frame types are ignored (RFC 9113 §4.1, §5.3.2).
         return;
@@ -397,12 +392,12 @@ export class H2StreamingCall {
 
   #setting(id: number, value: number): void {
     if (id === Setting.INITIAL_WINDOW_SIZE) {
-      if (value > MAX_WINDOW) throw new ProtocolError("INITIAL_WINDOW_SIZE above 2^31 - 1");
+      if (value > MAX_WINDOW) throw protocolError("INITIAL_WINDOW_SIZE above 2^31 - 1");
       this.#streamSend += value - this.#peerInitialWindow;
       this.#peerInitialWindow = value;
     } else if (id === Setting.MAX_FRAME_SIZE) {
       if (value < DEFAULT_MAX_FRAME_SIZE || value > LARGEST_FRAME_SIZE) {
-        throw new ProtocolError(`MAX_FRAME_SIZE ${value}`);
+        throw protocolError(`MAX_FRAME_SIZE ${value}`);
       }
       this.#peerMaxFrame = value;
     }
@@ -471,18 +466,8 @@ export class H2StreamingCall {
   }
 }
 
-/** The header block fragment of a HEADERS frame, its padding and priority taken off. */
-function headerFragment(flags: number, payload: Buffer): Buffer {
-  let start = 0;
-  let end = payload.length;
-  if ((flags & Flag.PADDED) !== 0) {
-    const pad = payload[0] ?? 0;
-    start = 1;
-    end -= pad;
-  }
-  if ((flags & Flag.PRIORITY) !== 0) start += 5;
-  if (end < start) throw new ProtocolError("HEADERS padding longer than the frame");
-  return payload.subarray(start, end);
+function protocolError(message: string): H2ConnectionError {
+  return new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, message);
 }
 
 function unavailable(message: string, cause?: unknown): ConnectError {

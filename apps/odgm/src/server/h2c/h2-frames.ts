@@ -1,5 +1,6 @@
 // HTTP/2 frame layout (RFC 9113 §4, §6): the frame types, flags, error codes and settings
-// the lean engine uses, and the writer of a frame's 9-byte header.
+// the lean engine and the Raft transport's client use, the writers of frames, and the
+// readers both sides share (splitting a read into frames, a HEADERS frame's header block).
 
 /** Frame types (RFC 9113 §6). */
 export const FrameType = {
@@ -120,4 +121,62 @@ export function goawayFrame(lastStreamId: number, code: number, debug?: string):
   out.writeUInt32BE(code >>> 0, FRAME_HEADER_BYTES + 4);
   if (text !== undefined) out.set(text, FRAME_HEADER_BYTES + 8);
   return out;
+}
+
+/** A connection error (RFC 9113 §5.4.1): the connection ends with `code`. */
+export class H2ConnectionError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Hands each complete frame at the start of `buf` to `onFrame`, in order, and returns the
+ * bytes they took (an incomplete frame at the end is left for the next read). Stops early
+ * when `onFrame` returns false. A frame longer than `maxFrameSize` is a FRAME_SIZE_ERROR
+ * ({@link H2ConnectionError}), thrown before any of it is buffered.
+ */
+export function readFrames(
+  buf: Buffer,
+  maxFrameSize: number,
+  onFrame: (type: number, flags: number, streamId: number, payload: Buffer) => boolean,
+): number {
+  let at = 0;
+  while (buf.length - at >= FRAME_HEADER_BYTES) {
+    const length =
+      (buf[at] as number) * 65536 + (buf[at + 1] as number) * 256 + (buf[at + 2] as number);
+    if (length > maxFrameSize) {
+      throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, `frame of ${length} bytes`);
+    }
+    if (buf.length - at < FRAME_HEADER_BYTES + length) break;
+    const type = buf[at + 3] as number;
+    const flags = buf[at + 4] as number;
+    const streamId = buf.readUInt32BE(at + 5) & 0x7fff_ffff;
+    const payload = buf.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length);
+    at += FRAME_HEADER_BYTES + length;
+    if (!onFrame(type, flags, streamId, payload)) break;
+  }
+  return at;
+}
+
+/**
+ * The header block fragment of a HEADERS frame's payload: its padding and priority fields
+ * taken off. Padding longer than the frame is a PROTOCOL_ERROR ({@link H2ConnectionError}).
+ */
+export function headerBlockFragment(flags: number, payload: Buffer): Buffer {
+  let start = 0;
+  let end = payload.length;
+  if ((flags & Flag.PADDED) !== 0) {
+    const pad = payload.length === 0 ? 0 : (payload[0] as number);
+    start = 1;
+    end -= pad;
+  }
+  if ((flags & Flag.PRIORITY) !== 0) start += 5;
+  if (end < start) {
+    throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "padding longer than the frame");
+  }
+  return payload.subarray(start, end);
 }

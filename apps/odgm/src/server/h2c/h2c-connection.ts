@@ -18,7 +18,10 @@ import {
   FrameType,
   frame,
   goawayFrame,
+  H2ConnectionError,
+  headerBlockFragment,
   MAX_WINDOW,
+  readFrames,
   Setting,
   settingsFrame,
   u32Frame,
@@ -72,15 +75,6 @@ interface Entry {
   recv: number;
   /** Read by the consumer and not yet given back. */
   unacked: number;
-}
-
-class ConnectionError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 /** Serves one socket; see the file comment. */
@@ -187,7 +181,7 @@ export class H2cConnection implements StreamOwner {
     this.#buffered += delta;
     if (this.#buffered > MAX_BUFFERED_BYTES && !this.#dead) {
       this.#fail(
-        new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, "the peer does not read its responses"),
+        new H2ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, "the peer does not read its responses"),
       );
     }
   }
@@ -236,55 +230,47 @@ export class H2cConnection implements StreamOwner {
             .subarray(0, n)
             .equals(CLIENT_PREFACE.subarray(this.#prefaceSeen, this.#prefaceSeen + n))
         ) {
-          throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "bad connection preface");
+          throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "bad connection preface");
         }
         this.#prefaceSeen += n;
         buf = buf.subarray(n);
       }
-      let at = 0;
-      while (buf.length - at >= FRAME_HEADER_BYTES) {
-        const length =
-          (buf[at] as number) * 65536 + (buf[at + 1] as number) * 256 + (buf[at + 2] as number);
-        if (length > DEFAULT_MAX_FRAME_SIZE) {
-          throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, `frame of ${length} bytes`);
-        }
-        if (buf.length - at < FRAME_HEADER_BYTES + length) break;
-        const type = buf[at + 3] as number;
-        const flags = buf[at + 4] as number;
-        const id = buf.readUInt32BE(at + 5) & 0x7fff_ffff;
-        const payload = buf.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length);
-        at += FRAME_HEADER_BYTES + length;
-        this.#onFrame(type, flags, id, payload);
-        if (this.#dead) return;
-      }
+      const at = readFrames(buf, DEFAULT_MAX_FRAME_SIZE, this.#frameRead);
+      if (this.#dead) return;
       if (at < buf.length) this.#in = buf.subarray(at);
     } catch (err) {
-      if (err instanceof ConnectionError) this.#fail(err);
+      if (err instanceof H2ConnectionError) this.#fail(err);
       else {
         // A listener threw (a bug): this connection ends, the process goes on.
         this.#o.onError?.(err as Error);
-        this.#fail(new ConnectionError(ErrorCode.INTERNAL_ERROR, "internal error"));
+        this.#fail(new H2ConnectionError(ErrorCode.INTERNAL_ERROR, "internal error"));
       }
     }
     this.#flush();
   }
 
+  /** {@link readFrames}' callback: one frame, and whether to go on (the connection lives). */
+  readonly #frameRead = (type: number, flags: number, id: number, p: Buffer): boolean => {
+    this.#onFrame(type, flags, id, p);
+    return !this.#dead;
+  };
+
   #onFrame(type: number, flags: number, id: number, p: Buffer): void {
     if (!this.#settingsSeen) {
       if (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0) {
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "the first frame must be SETTINGS");
+        throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "the first frame must be SETTINGS");
       }
       this.#settingsSeen = true;
     }
     const block = this.#block;
     if (block !== undefined) {
       if (type !== FrameType.CONTINUATION || id !== block.id) {
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "a header block was interrupted");
+        throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "a header block was interrupted");
       }
       block.parts.push(p);
       block.size += p.length;
       if (block.size > this.#maxHeaderList * 4) {
-        throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, "header block too large");
+        throw new H2ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, "header block too large");
       }
       if ((flags & Flag.END_HEADERS) !== 0) {
         this.#block = undefined;
@@ -300,7 +286,7 @@ export class H2cConnection implements StreamOwner {
         this.#onHeadersFrame(flags, id, p);
         return;
       case FrameType.PRIORITY:
-        if (id === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "PRIORITY on stream 0");
+        if (id === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "PRIORITY on stream 0");
         // A wrong size is a stream error; an idle or closed stream cannot be reset (§5.1).
         if (p.length !== 5 && this.#streams.has(id))
           this.#streamError(id, ErrorCode.FRAME_SIZE_ERROR);
@@ -312,10 +298,10 @@ export class H2cConnection implements StreamOwner {
         this.#onSettings(flags, id, p);
         return;
       case FrameType.PUSH_PROMISE:
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "a client may not push");
+        throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "a client may not push");
       case FrameType.PING:
-        if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "PING on a stream");
-        if (p.length !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "PING size");
+        if (id !== 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "PING on a stream");
+        if (p.length !== 8) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "PING size");
         if ((flags & Flag.ACK) === 0) this.#queue(frame(FrameType.PING, Flag.ACK, 0, p));
         else if (this.#pingTimer !== undefined) {
           clearTimeout(this.#pingTimer);
@@ -323,7 +309,7 @@ export class H2cConnection implements StreamOwner {
         }
         return;
       case FrameType.GOAWAY:
-        if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "GOAWAY on a stream");
+        if (id !== 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "GOAWAY on a stream");
         // The client sends no more streams; those open finish, then the socket ends.
         this.#goingAway = true;
         if (this.#streams.size === 0) this.#socket.end();
@@ -332,30 +318,30 @@ export class H2cConnection implements StreamOwner {
         this.#onWindowUpdate(id, p);
         return;
       case FrameType.CONTINUATION:
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "CONTINUATION without HEADERS");
+        throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "CONTINUATION without HEADERS");
       default:
         return; // unknown frame types are ignored (RFC 9113 §5.5)
     }
   }
 
   #onDataFrame(flags: number, id: number, p: Buffer): void {
-    if (id === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "DATA on stream 0");
+    if (id === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "DATA on stream 0");
     this.#connRecv -= p.length;
     if (this.#connRecv < 0) {
-      throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, "connection window exceeded");
+      throw new H2ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, "connection window exceeded");
     }
     let data = p;
     if ((flags & Flag.PADDED) !== 0) {
       const pad = p.length === 0 ? 0 : (p[0] as number);
       if (p.length === 0 || pad >= p.length) {
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "padding longer than the frame");
+        throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "padding longer than the frame");
       }
       data = p.subarray(1, p.length - pad);
     }
     const entry = this.#streams.get(id);
     if (entry === undefined) {
       if (id > this.#lastStreamId) {
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "DATA on an idle stream");
+        throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "DATA on an idle stream");
       }
       this.#credit(p.length); // a stream that closed meanwhile: its bytes count for nothing
       return;
@@ -378,23 +364,14 @@ export class H2cConnection implements StreamOwner {
   }
 
   #onHeadersFrame(flags: number, id: number, p: Buffer): void {
-    if (id === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "HEADERS on stream 0");
-    let start = 0;
-    let end = p.length;
-    if ((flags & Flag.PADDED) !== 0) {
-      const pad = p.length === 0 ? 0 : (p[0] as number);
-      start = 1;
-      end -= pad;
-    }
+    if (id === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "HEADERS on stream 0");
     if ((flags & Flag.PRIORITY) !== 0) {
-      if (end - start >= 4 && (p.readUInt32BE(start) & 0x7fff_ffff) === id) {
+      const at = (flags & Flag.PADDED) !== 0 ? 1 : 0;
+      if (p.length >= at + 4 && (p.readUInt32BE(at) & 0x7fff_ffff) === id) {
         this.#streamError(id, ErrorCode.PROTOCOL_ERROR); // a stream cannot depend on itself
       }
-      start += 5;
     }
-    if (end < start)
-      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "padding longer than the frame");
-    const fragment = p.subarray(start, end);
+    const fragment = headerBlockFragment(flags, p);
     const endStream = (flags & Flag.END_STREAM) !== 0;
     if ((flags & Flag.END_HEADERS) !== 0) this.#onHeaderBlock(id, endStream, fragment);
     else this.#block = { id, endStream, parts: [fragment], size: fragment.length };
@@ -407,7 +384,7 @@ export class H2cConnection implements StreamOwner {
       raw = this.#decoder.decode(block, this.#maxHeaderList);
     } catch (err) {
       if (err instanceof HeaderListTooLargeError) tooLarge = true;
-      else throw new ConnectionError(ErrorCode.COMPRESSION_ERROR, (err as Error).message);
+      else throw new H2ConnectionError(ErrorCode.COMPRESSION_ERROR, (err as Error).message);
     }
     const open = this.#streams.get(id);
     if (open !== undefined) {
@@ -416,7 +393,7 @@ export class H2cConnection implements StreamOwner {
       else open.stream.remoteEnd();
       return;
     }
-    if (id % 2 === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "even stream id");
+    if (id % 2 === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "even stream id");
     if (id <= this.#lastStreamId) {
       this.#queue(u32Frame(FrameType.RST_STREAM, id, ErrorCode.STREAM_CLOSED));
       return;
@@ -444,9 +421,9 @@ export class H2cConnection implements StreamOwner {
   }
 
   #onReset(id: number, p: Buffer): void {
-    if (p.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "RST_STREAM size");
+    if (p.length !== 4) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "RST_STREAM size");
     if (id === 0 || id > this.#lastStreamId) {
-      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "RST_STREAM on an idle stream");
+      throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "RST_STREAM on an idle stream");
     }
     const second = Math.floor(performance.now() / 1000);
     if (second !== this.#resetSecond) {
@@ -454,40 +431,44 @@ export class H2cConnection implements StreamOwner {
       this.#resets = 0;
     }
     if (++this.#resets > MAX_RESETS_PER_SECOND) {
-      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, "too many stream resets");
+      throw new H2ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, "too many stream resets");
     }
     this.#streams.get(id)?.stream.peerReset(p.readUInt32BE(0));
   }
 
   #onSettings(flags: number, id: number, p: Buffer): void {
-    if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "SETTINGS on a stream");
+    if (id !== 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "SETTINGS on a stream");
     if ((flags & Flag.ACK) !== 0) {
       if (p.length !== 0)
-        throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "SETTINGS ACK size");
+        throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "SETTINGS ACK size");
       return;
     }
-    if (p.length % 6 !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "SETTINGS size");
+    if (p.length % 6 !== 0)
+      throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "SETTINGS size");
     for (let at = 0; at < p.length; at += 6) {
       const key = p.readUInt16BE(at);
       const value = p.readUInt32BE(at + 2);
       if (key === Setting.ENABLE_PUSH && value > 1) {
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "ENABLE_PUSH must be 0 or 1");
+        throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "ENABLE_PUSH must be 0 or 1");
       } else if (key === Setting.INITIAL_WINDOW_SIZE) {
         if (value > MAX_WINDOW) {
-          throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, "INITIAL_WINDOW_SIZE too large");
+          throw new H2ConnectionError(
+            ErrorCode.FLOW_CONTROL_ERROR,
+            "INITIAL_WINDOW_SIZE too large",
+          );
         }
         const delta = value - this.#peerInitialWindow;
         this.#peerInitialWindow = value;
         for (const { stream } of this.#streams.values()) {
           stream.sendWindow += delta;
           if (stream.sendWindow > MAX_WINDOW) {
-            throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, "stream window too large");
+            throw new H2ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, "stream window too large");
           }
           if (delta > 0 && stream.pending + (stream.ending ? 1 : 0) > 0) this.#sending.add(stream);
         }
       } else if (key === Setting.MAX_FRAME_SIZE) {
         if (value < DEFAULT_MAX_FRAME_SIZE || value > 16_777_215) {
-          throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "MAX_FRAME_SIZE out of range");
+          throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "MAX_FRAME_SIZE out of range");
         }
         this.#peerMaxFrame = value;
       }
@@ -498,13 +479,14 @@ export class H2cConnection implements StreamOwner {
   }
 
   #onWindowUpdate(id: number, p: Buffer): void {
-    if (p.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "WINDOW_UPDATE size");
+    if (p.length !== 4)
+      throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "WINDOW_UPDATE size");
     const increment = p.readUInt32BE(0) & 0x7fff_ffff;
     if (id === 0) {
-      if (increment === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "zero increment");
+      if (increment === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "zero increment");
       this.#connSend += increment;
       if (this.#connSend > MAX_WINDOW) {
-        throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, "connection window too large");
+        throw new H2ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, "connection window too large");
       }
       for (const { stream } of this.#streams.values()) {
         if (stream.pending > 0) this.#sending.add(stream);
@@ -513,7 +495,7 @@ export class H2cConnection implements StreamOwner {
       return;
     }
     if (id > this.#lastStreamId) {
-      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+      throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
     }
     const entry = this.#streams.get(id);
     if (entry === undefined) return;
@@ -593,7 +575,7 @@ export class H2cConnection implements StreamOwner {
     else this.#queue(u32Frame(FrameType.RST_STREAM, id, code));
   }
 
-  #fail(err: ConnectionError): void {
+  #fail(err: H2ConnectionError): void {
     this.#o.onError?.(err);
     this.#queue(goawayFrame(this.#lastStreamId, err.code, err.message));
     this.#flush();
