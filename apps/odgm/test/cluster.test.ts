@@ -196,7 +196,7 @@ describe("a three-node cluster", () => {
     expect(perFollower).toBeLessThan(writes / 4);
   });
 
-  it("writes a follower's Raft log on its event loop, and a leader's with writes in flight on the write worker", async () => {
+  it("writes a follower's Raft log on its event loop, and on the write worker a leader's with writes in flight and a forwarding follower's", async () => {
     const status = (await (await fetch(`${cluster.url(1)}/api/cluster`)).json()) as {
       groups: { group: string; leader: number }[];
     };
@@ -214,10 +214,10 @@ describe("a three-node cluster", () => {
     };
     const ids = [1, 2, 3];
     const before = await Promise.all(ids.map(batches));
-    const client = data(leader);
-    /** 300 concurrent writes to the leader. */
-    const burst = (prefix: string) =>
-      Promise.all(
+    /** 300 concurrent writes to the leader (or through node `via`). */
+    const burst = (prefix: string, via = leader) => {
+      const client = data(via);
+      return Promise.all(
         Array.from({ length: 300 }, (_, i) =>
           client.setValue({
             clsId: "kv",
@@ -228,6 +228,7 @@ describe("a three-node cluster", () => {
           }),
         ),
       );
+    };
     await burst("inline");
     const after = await Promise.all(ids.map(batches));
     for (const [i, id] of ids.entries()) {
@@ -240,6 +241,12 @@ describe("a three-node cluster", () => {
       else if (Math.max(was.sync, now.sync) <= 0.01)
         expect(now.inline - was.inline, `follower ${id}`).toBeGreaterThan(0);
     }
+    // A follower that forwards writes has clients waiting on it: while its forwarded
+    // proposals are out, its log writes go to the worker too.
+    const forwarder = ids.find((id) => id !== leader) as number;
+    const unforwarded = await batches(forwarder);
+    await burst("forwarded", forwarder);
+    expect((await batches(forwarder)).worker - unforwarded.worker).toBeGreaterThan(0);
     // The check above asserts nothing on a disk whose syncs take more than 10 ms. A follower
     // restarted with a limit no disk reaches writes its log on its event loop whatever the
     // disk; restarted with ODGM_RAFT_LOG_INLINE_MAX_MS=0, it leaves every log write to the

@@ -250,8 +250,9 @@ async function openLogStorage(
   const database = await openRocksLogDatabase({ path });
   // Many groups, one fsync: every group's Ready joins the batch in flight. A batch starts in
   // the end-of-turn pass in which the leaders' Readys run (turn.ts). It is written on the
-  // event loop, blocking it for the fsync, while no group this node leads has a proposal in
-  // flight: a follower's log write, which its acknowledgement waits for anyway, then costs
+  // event loop, blocking it for the fsync, while no client waits on this node for a proposal
+  // (`proposing`: none in flight in a group it leads, none forwarded from it to another
+  // leader): a follower's log write, which its acknowledgement waits for anyway, then costs
   // no trip through the write worker (6–10 % of a three-node cluster's CPU per write at 64
   // in flight, BENCHMARKS.md). Not while the log's writes took more than `inlineMaxMs`
   // lately (a slow disk would hold the event loop up), and never when that is 0.
@@ -349,6 +350,8 @@ export class ClusterNode {
   private meta!: RaftGroup<MetaResult>;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Proposals forwarded from here whose answer has not come back ({@link proposing}). */
+  private forwarding = 0;
   /** Set once the node hands its leadership off to stop. */
   private handingOff = false;
   private readonly transport;
@@ -581,8 +584,12 @@ export class ClusterNode {
     return p;
   }
 
-  /** Whether a group led here has a proposal in flight (a client waits on this node). */
+  /**
+   * Whether a client waits on this node for a proposal: one in flight in a group led here,
+   * or one forwarded from here to another node's leader.
+   */
   proposing(): boolean {
+    if (this.forwarding > 0) return true;
     for (const g of this.groups.values()) if (g.isLeader && g.proposing) return true;
     return false;
   }
@@ -1113,6 +1120,7 @@ export class ClusterNode {
     command: Uint8Array,
   ): Promise<ProposeOutcome["outcome"]> {
     this.o.hooks?.onForwarded?.("propose");
+    this.forwarding++;
     try {
       return (
         await this.peerClient(leader).proposals.submit(
@@ -1146,6 +1154,8 @@ export class ClusterNode {
         );
       }
       throw ce;
+    } finally {
+      this.forwarding--;
     }
   }
 
