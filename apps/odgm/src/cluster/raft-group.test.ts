@@ -838,6 +838,37 @@ describe("RaftGroup", () => {
     expect(writes).toEqual([[first, first + 1, first + 2]]);
   });
 
+  it("after a log write a leader's next Ready waits for the end of the turn, taking what the rest of the turn proposes", async () => {
+    const store = holdingStore();
+    const c = await cluster([1], 10_000, undefined, 0, undefined, { storage: () => store.storage });
+    const g = c.leader() as RaftGroup<number>;
+    await until(() => g.status().applied === g.status().lastIndex);
+    const writes: string[][] = [];
+    const save = store.storage.save;
+    store.storage.save = (batch) => {
+      const entries = batch.entries ?? [];
+      if (entries.length > 0) writes.push(entries.map((e) => dec.decode(e.data)));
+      return save(batch);
+    };
+    store.hold(true);
+    const a = g.propose(enc.encode("a"));
+    await until(() => store.held.length === 1);
+    const b = g.propose(enc.encode("b")); // while the write of "a" is in flight
+    // Two timers of one turn (microtasks run between them): the write of "a" completes in
+    // the first, "c" is proposed in the second. "b" waits for the end of the turn with it.
+    let c2: Promise<ProposalResult<number>> | undefined;
+    setTimeout(() => store.hold(false), 0);
+    setTimeout(() => {
+      c2 = g.propose(enc.encode("c"));
+    }, 0);
+    await a;
+    await until(() => c2 !== undefined);
+    expect(
+      (await Promise.all([b, c2 as Promise<ProposalResult<number>>])).map((r) => r.result),
+    ).toEqual([2, 3]);
+    expect(writes).toEqual([["a"], ["b", "c"]]);
+  });
+
   it("applies committed entries it holds while the next log write is in flight", async () => {
     const store = holdingStore();
     const c = await cluster([1], 10_000, undefined, 0, undefined, { storage: () => store.storage });
