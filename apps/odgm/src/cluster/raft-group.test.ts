@@ -820,25 +820,11 @@ describe("RaftGroup", () => {
     expect(leader.status().applied).toBe(lastIndex);
   });
 
-  it("a leader writes the proposals of one turn of the event loop in one Ready", async () => {
-    const store = holdingStore();
-    const c = await cluster([1], 10_000, undefined, 0, undefined, { storage: () => store.storage });
-    const g = c.leader() as RaftGroup<number>;
-    await until(() => g.status().applied === g.status().lastIndex);
-    const writes: number[][] = [];
-    const save = store.storage.save;
-    store.storage.save = (batch) => {
-      const entries = batch.entries ?? [];
-      if (entries.length > 0) writes.push(entries.map((e) => e.index));
-      return save(batch);
-    };
-    const first = g.status().lastIndex + 1;
-    const results = await Promise.all(["a", "b", "c"].map((v) => g.propose(enc.encode(v))));
-    expect(results.map((r) => r.result)).toEqual([1, 2, 3]);
-    expect(writes).toEqual([[first, first + 1, first + 2]]);
-  });
-
-  it("after a log write a leader's next Ready waits for the end of the turn, taking what the rest of the turn proposes", async () => {
+  /**
+   * A one-voter group on a holding store, its first entry applied, and the entries of each
+   * log write it makes from now on (their data, decoded).
+   */
+  async function recordingLeader() {
     const store = holdingStore();
     const c = await cluster([1], 10_000, undefined, 0, undefined, { storage: () => store.storage });
     const g = c.leader() as RaftGroup<number>;
@@ -850,6 +836,18 @@ describe("RaftGroup", () => {
       if (entries.length > 0) writes.push(entries.map((e) => dec.decode(e.data)));
       return save(batch);
     };
+    return { store, g, writes };
+  }
+
+  it("a leader writes the proposals of one turn of the event loop in one Ready", async () => {
+    const { g, writes } = await recordingLeader();
+    const results = await Promise.all(["a", "b", "c"].map((v) => g.propose(enc.encode(v))));
+    expect(results.map((r) => r.result)).toEqual([1, 2, 3]);
+    expect(writes).toEqual([["a", "b", "c"]]);
+  });
+
+  it("after a log write a leader's next Ready waits for the end of the turn, taking what the rest of the turn proposes", async () => {
+    const { store, g, writes } = await recordingLeader();
     store.hold(true);
     const a = g.propose(enc.encode("a"));
     await until(() => store.held.length === 1);
