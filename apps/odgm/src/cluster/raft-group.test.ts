@@ -867,6 +867,32 @@ describe("RaftGroup", () => {
     expect(writes).toEqual([["a"], ["b", "c"]]);
   });
 
+  it("a follower writes the appends it is handed in one turn in one log write", async () => {
+    const writes = new Map<number, string[][]>();
+    const recording = (id: number): LogStore => {
+      const store = createMemoryLogStore();
+      const save = store.save.bind(store);
+      store.save = (batch) => {
+        const entries = (batch.entries ?? []).filter((e) => e.data.byteLength > 0);
+        if (entries.length > 0) writes.get(id)?.push(entries.map((e) => dec.decode(e.data)));
+        return save(batch);
+      };
+      writes.set(id, []);
+      return store;
+    };
+    const c = await cluster([1, 2, 3], 10_000, undefined, 0, undefined, { storage: recording });
+    const leader = c.leader() as RaftGroup<number>;
+    const id = [...c.groups.keys()].find((k) => !c.groups.get(k)?.isLeader) as number;
+    c.hold(id, "app");
+    // Two Readys of the leader, two appends to each follower; the other follower commits them.
+    await leader.propose(enc.encode("a"));
+    await leader.propose(enc.encode("b"));
+    expect(writes.get(id)).toEqual([]);
+    c.release(); // both appends handed to the follower in this turn
+    await until(() => (c.machines.get(id) as ListMachine).items.length === 2);
+    expect(writes.get(id)).toEqual([["a", "b"]]);
+  });
+
   it("applies committed entries it holds while the next log write is in flight", async () => {
     const store = holdingStore();
     const c = await cluster([1], 10_000, undefined, 0, undefined, { storage: () => store.storage });

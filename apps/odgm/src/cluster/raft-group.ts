@@ -867,11 +867,10 @@ export class RaftGroup<R> {
   }
 
   /**
-   * Starts a drain of the core's Readys unless one runs (it loops again) or there is nothing
-   * to do. A leader's drain starts at the end of the event loop's turn ({@link atEndOfTurn}),
-   * and so does each of its Readys after the first (see {@link drain}): what arrives in one
-   * turn (requests read from many sockets, every follower's answer to the last batch) goes
-   * out in one Ready and one log write.
+   * Starts a drain of the core's next Ready unless one runs (another follows it) or there is
+   * nothing to do. A drain starts at the end of the event loop's turn ({@link atEndOfTurn}): what
+   * arrives in one turn (requests read from many sockets, every follower's answer to the
+   * last batch, a leader's appends) goes out in one Ready and one log write.
    */
   private kick(): void {
     if (this.running !== undefined) {
@@ -884,14 +883,11 @@ export class RaftGroup<R> {
     }
     // Started from inside the end-of-turn pass (not a microtask after it), so the appends
     // and the log write this Ready defers leave in the same pass (turn.ts).
-    const drained =
-      this.raft.role === "leader"
-        ? new Promise<void>((resolve, reject) => {
-            atEndOfTurn(() => {
-              this.drain().then(resolve, reject);
-            });
-          })
-        : this.drain();
+    const drained = new Promise<void>((resolve, reject) => {
+      atEndOfTurn(() => {
+        this.drain().then(resolve, reject);
+      });
+    });
     this.running = drained.finally(() => {
       this.running = undefined;
       if (this.again && !this.closed) {
@@ -901,28 +897,27 @@ export class RaftGroup<R> {
     });
   }
 
+  /**
+   * Persists, sends and applies one Ready, then has {@link kick} start the next at the end
+   * of the turn: what the write just made durable may commit entries (on a leader, entries a
+   * follower acknowledged already), applied now; the next Ready, whose log write and
+   * messages would leave at the end of the turn anyway, takes what the rest of the turn
+   * brings. Fewer, larger Readys (BENCHMARKS.md, 2026-11-29 15:00).
+   */
   private async drain(): Promise<void> {
-    while (!this.closed && this.raft.hasReady()) {
-      const rd = this.raft.ready();
-      try {
-        await this.handle(rd);
-      } catch (err) {
-        this.fail(err);
-        return;
-      }
-      this.raft.advance();
-      if (this.raft.role === "leader" && !this.closed) {
-        // What the write just made durable here may commit entries a follower already
-        // acknowledged: applied now. The next Ready waits for the end of this turn (kick),
-        // as its log write and appends would anyway, and takes what the rest of the turn
-        // brings: fewer, larger Readys.
-        const taken = this.raft.takeCommitted();
-        if (taken.length > 0) this.enqueueApply(taken);
-        this.again = true;
-        break;
-      }
+    if (this.closed || !this.raft.hasReady()) return;
+    const rd = this.raft.ready();
+    try {
+      await this.handle(rd);
+    } catch (err) {
+      this.fail(err);
+      return;
     }
-    this.noticeCommit();
+    this.raft.advance();
+    if (this.closed) return;
+    const taken = this.raft.takeCommitted();
+    if (taken.length > 0) this.enqueueApply(taken);
+    this.again = true;
   }
 
   /**
