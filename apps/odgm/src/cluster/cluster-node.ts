@@ -60,6 +60,7 @@ import { isOdgmError, OdgmError } from "../odgm-error.js";
 import type { ShardReplica } from "../shards/shard-manager.js";
 import { AddressedAs } from "./addressed-as.js";
 import { isConnectionFailure, isConnectionRefused } from "./connection-failure.js";
+import type { PeerTls } from "./h2-streaming-call.js";
 import { guardHttp2ClientSessions } from "./http2-goaway-guard.js";
 import { type GroupLeadership, planHandoffs } from "./leader-balance.js";
 import {
@@ -83,7 +84,6 @@ import {
 import {
   createRaftServiceImpl,
   createRaftTransport,
-  type PeerTls,
   type PeerTransportStats,
 } from "./raft-transport.js";
 import { createRequestBatcher, type RequestBatcher } from "./request-batcher.js";
@@ -559,11 +559,10 @@ export class ClusterNode {
     let p = this.peers.get(url);
     if (p === undefined) {
       // Over `https://`, authenticated both ways with the node's certificate.
-      const tls = this.o.peerTls;
       const session = new Http2SessionManager(
         url,
         { pingIntervalMs: 2000, pingTimeoutMs: 2000 },
-        tls === undefined ? undefined : { ca: tls.ca, cert: tls.cert, key: tls.key },
+        this.o.peerTls,
       );
       const transport = createGrpcTransport({ baseUrl: url, sessionManager: session });
       const raft = createClient(RaftService, transport);

@@ -43,8 +43,8 @@ import {
 import { HpackDecoder, HpackEncoder } from "../server/h2c/hpack.js";
 import { IncomingHeaders } from "../server/lazy-headers.js";
 
-/** Client certificate and CA for an `https://` peer (PEM). */
-export interface CallTls {
+/** What a node presents to its peers over `https://` and checks them against (PEM). */
+export interface PeerTls {
   readonly cert: string | Buffer;
   readonly key: string | Buffer;
   readonly ca: string | Buffer;
@@ -59,7 +59,7 @@ export interface H2StreamingCallOptions {
   /** Request headers besides the pseudo-headers, as a flat list (`[name, value, …]`, lowercase). */
   readonly headers: readonly string[];
   /** What to present and trust over `https://`. */
-  readonly tls?: CallTls;
+  readonly tls?: PeerTls;
   /** A PING every this often (ms). */
   readonly pingIntervalMs: number;
   /** A PING not answered within this (ms) ends the call. */

@@ -13,7 +13,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type RaftBatch, type RaftBatchAck, RaftBatchAckSchema, RaftService } from "@oprc/grpc-api";
 import type { Message } from "@oprc/raft-log";
 import { frameMessage } from "../server/grpc-framing.js";
-import { type CallTls, H2StreamingCall } from "./h2-streaming-call.js";
+import { H2StreamingCall, type PeerTls } from "./h2-streaming-call.js";
 import { encodeRaftBatch, fromWireMessage, type GroupMessage, isWireMessage } from "./raft-wire.js";
 import { atEndOfTurn } from "./turn.js";
 
@@ -46,9 +46,6 @@ export interface RaftTransportOptions {
   /** The incarnation the cluster records for `peer`, sent with every batch to it. */
   readonly incarnationOf?: (peer: number) => number | undefined;
 }
-
-/** What a node presents to its peers and checks them against (PEM). */
-export type PeerTls = CallTls;
 
 /** Per-peer counters. */
 export interface PeerTransportStats {
