@@ -32,6 +32,7 @@ import {
   FrameType,
   frame,
   H2ConnectionError,
+  HeaderBlockAssembly,
   headerBlockFragment,
   MAX_WINDOW,
   readFrames,
@@ -87,14 +88,6 @@ interface PendingWrite {
   readonly cb: (err: Error | null) => void;
 }
 
-/** A header block being received (HEADERS, then CONTINUATION frames). */
-interface HeaderBlock {
-  readonly streamId: number;
-  readonly endStream: boolean;
-  readonly parts: Buffer[];
-  size: number;
-}
-
 /** See the file comment. */
 export class H2StreamingCall {
   readonly #socket: Socket;
@@ -108,7 +101,7 @@ export class H2StreamingCall {
   #connUnacked = 0;
   #streamUnacked = 0;
   #pending: PendingWrite | undefined;
-  #block: HeaderBlock | undefined;
+  readonly #headerBlocks = new HeaderBlockAssembly(MAX_HEADER_LIST, ErrorCode.PROTOCOL_ERROR);
   #responded = false;
   /** The error status the peer answered with (headers or trailers), as connect reads it. */
   #refused: ConnectError | undefined;
@@ -302,8 +295,10 @@ export class H2StreamingCall {
   };
 
   #frame(type: number, flags: number, streamId: number, payload: Buffer): void {
-    if (this.#block !== undefined && type !== FrameType.CONTINUATION) {
-      throw protocolError("a header block was interrupted");
+    if (this.#headerBlocks.open) {
+      const done = this.#headerBlocks.continue(type, flags, streamId, payload);
+      if (done !== undefined) this.#headerBlock(done.streamId, done.endStream, done.block);
+      return;
     }
     switch (type) {
       case FrameType.DATA: {
@@ -315,26 +310,13 @@ export class H2StreamingCall {
       case FrameType.HEADERS: {
         if (streamId === 0) throw protocolError("HEADERS on stream 0");
         const fragment = headerBlockFragment(flags, payload);
-        this.#block = {
-          streamId,
-          endStream: (flags & Flag.END_STREAM) !== 0,
-          parts: [fragment],
-          size: fragment.length,
-        };
-        if ((flags & Flag.END_HEADERS) !== 0) this.#headerBlock();
+        const endStream = (flags & Flag.END_STREAM) !== 0;
+        if ((flags & Flag.END_HEADERS) !== 0) this.#headerBlock(streamId, endStream, fragment);
+        else this.#headerBlocks.start(streamId, endStream, fragment);
         return;
       }
-      case FrameType.CONTINUATION: {
-        const block = this.#block;
-        if (block === undefined || block.streamId !== streamId) {
-          throw protocolError("CONTINUATION without its HEADERS");
-        }
-        block.parts.push(payload);
-        block.size += payload.length;
-        if (block.size > MAX_HEADER_LIST) throw protocolError("header block too large");
-        if ((flags & Flag.END_HEADERS) !== 0) this.#headerBlock();
-        return;
-      }
+      case FrameType.CONTINUATION:
+        throw protocolError("CONTINUATION without its HEADERS");
       case FrameType.RST_STREAM: {
         if (payload.length !== 4) throw protocolError("RST_STREAM of a wrong size");
         if (streamId === STREAM_ID) this.#endedByPeer(payload.readUInt32BE(0));
@@ -420,12 +402,9 @@ export class H2StreamingCall {
   }
 
   /** A complete header block: decoded whatever its stream (HPACK state), read if ours. */
-  #headerBlock(): void {
-    const block = this.#block as HeaderBlock;
-    this.#block = undefined;
-    const raw = Buffer.concat(block.parts, block.size);
-    const list = this.#decoder.decode(raw, MAX_HEADER_LIST);
-    if (block.streamId !== STREAM_ID) return;
+  #headerBlock(streamId: number, endStream: boolean, block: Buffer): void {
+    const list = this.#decoder.decode(block, MAX_HEADER_LIST);
+    if (streamId !== STREAM_ID) return;
     const headers: Record<string, string> = {};
     for (let i = 0; i + 1 < list.length; i += 2) headers[list[i] as string] = list[i + 1] as string;
     if (!this.#responded) {
@@ -437,7 +416,7 @@ export class H2StreamingCall {
       }
     }
     this.#refused ??= findTrailerError(new IncomingHeaders(headers));
-    if (block.endStream) this.#endedByPeer();
+    if (endStream) this.#endedByPeer();
   }
 
   /** The peer ended the call (its trailers, an END_STREAM, or a reset). */

@@ -1,6 +1,6 @@
 // The frame readers both HTTP/2 sides share: a byte stream cut anywhere yields the frames
 // written into it, in order and whole; an oversized frame and overlong padding are
-// connection errors.
+// connection errors; a header block split over CONTINUATION frames comes out whole.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -9,6 +9,7 @@ import {
   FrameType,
   frame,
   H2ConnectionError,
+  HeaderBlockAssembly,
   headerBlockFragment,
   readFrames,
 } from "./h2-frames.js";
@@ -105,5 +106,68 @@ describe("headerBlockFragment", () => {
     expect(() => headerBlockFragment(Flag.PADDED, Buffer.from([10, 1, 2]))).toThrow(
       H2ConnectionError,
     );
+  });
+});
+
+describe("HeaderBlockAssembly", () => {
+  it("gives back a block cut anywhere into CONTINUATION frames, whole, with its HEADERS' stream and END_STREAM", () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 1, maxLength: 300 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        fc.boolean(),
+        (bytes, cuts, endStream) => {
+          const block = Buffer.from(bytes);
+          const at = [...new Set(cuts.map((c) => c % block.length))].sort((a, b) => a - b);
+          const parts = [0, ...at, block.length]
+            .slice(1)
+            .map((end, i, ends) => block.subarray(i === 0 ? 0 : (ends[i - 1] as number), end));
+          const [first, ...rest] = parts.length > 1 ? parts : [block.subarray(0, 0), block];
+          const a = new HeaderBlockAssembly(1024, ErrorCode.PROTOCOL_ERROR);
+          a.start(5, endStream, first as Buffer);
+          let done: ReturnType<typeof a.continue>;
+          for (const [i, part] of rest.entries()) {
+            expect(a.open).toBe(true);
+            const last = i === rest.length - 1;
+            done = a.continue(FrameType.CONTINUATION, last ? Flag.END_HEADERS : 0, 5, part);
+            expect(done === undefined).toBe(!last);
+          }
+          expect(a.open).toBe(false);
+          expect(done).toEqual({ streamId: 5, endStream, block });
+        },
+      ),
+    );
+  });
+
+  it("refuses another frame, or a CONTINUATION of another stream, in the middle of a block", () => {
+    for (const [type, id] of [
+      [FrameType.DATA, 1],
+      [FrameType.HEADERS, 3],
+      [FrameType.CONTINUATION, 3],
+    ] as const) {
+      const a = new HeaderBlockAssembly(1024, ErrorCode.PROTOCOL_ERROR);
+      a.start(1, false, Buffer.from([1, 2]));
+      let err: unknown;
+      try {
+        a.continue(type, Flag.END_HEADERS, id, Buffer.from([3]));
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(H2ConnectionError);
+      expect((err as H2ConnectionError).code).toBe(ErrorCode.PROTOCOL_ERROR);
+    }
+  });
+
+  it("refuses a block larger than its limit, with the code it was given", () => {
+    const a = new HeaderBlockAssembly(4, ErrorCode.ENHANCE_YOUR_CALM);
+    a.start(1, false, Buffer.from([1, 2, 3]));
+    expect(() => a.continue(FrameType.CONTINUATION, 0, 1, Buffer.from([4]))).not.toThrow();
+    let err: unknown;
+    try {
+      a.continue(FrameType.CONTINUATION, Flag.END_HEADERS, 1, Buffer.from([5]));
+    } catch (e) {
+      err = e;
+    }
+    expect((err as H2ConnectionError).code).toBe(ErrorCode.ENHANCE_YOUR_CALM);
   });
 });

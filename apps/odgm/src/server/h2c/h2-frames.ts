@@ -180,3 +180,62 @@ export function headerBlockFragment(flags: number, payload: Buffer): Buffer {
   }
   return payload.subarray(start, end);
 }
+
+/** A complete header block, and the stream and END_STREAM flag of its HEADERS frame. */
+export interface HeaderBlock {
+  readonly streamId: number;
+  readonly endStream: boolean;
+  readonly block: Buffer;
+}
+
+/**
+ * A header block that did not fit one HEADERS frame, gathered from the CONTINUATION frames
+ * that must follow it with nothing between (RFC 9113 §6.10). A block that ends in its
+ * HEADERS frame (END_HEADERS) does not come here.
+ */
+export class HeaderBlockAssembly {
+  #open: { streamId: number; endStream: boolean; parts: Buffer[]; size: number } | undefined;
+
+  /** `tooLarge`: the connection error for a block of more than `maxBytes`. */
+  constructor(
+    private readonly maxBytes: number,
+    private readonly tooLarge: number,
+  ) {}
+
+  /** Whether a block waits for its CONTINUATION frames: the next frame must be one. */
+  get open(): boolean {
+    return this.#open !== undefined;
+  }
+
+  /** A HEADERS frame without END_HEADERS: its fragment starts a block. */
+  start(streamId: number, endStream: boolean, fragment: Buffer): void {
+    this.#open = { streamId, endStream, parts: [fragment], size: fragment.length };
+  }
+
+  /**
+   * The frame after an open block's last: its CONTINUATION, or a PROTOCOL_ERROR. The whole
+   * block once a CONTINUATION ends it (END_HEADERS), else undefined.
+   */
+  continue(
+    type: number,
+    flags: number,
+    streamId: number,
+    payload: Buffer,
+  ): HeaderBlock | undefined {
+    const open = this.#open;
+    if (open === undefined || type !== FrameType.CONTINUATION || streamId !== open.streamId) {
+      throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "a header block was interrupted");
+    }
+    open.parts.push(payload);
+    open.size += payload.length;
+    if (open.size > this.maxBytes)
+      throw new H2ConnectionError(this.tooLarge, "header block too large");
+    if ((flags & Flag.END_HEADERS) === 0) return undefined;
+    this.#open = undefined;
+    return {
+      streamId: open.streamId,
+      endStream: open.endStream,
+      block: Buffer.concat(open.parts, open.size),
+    };
+  }
+}

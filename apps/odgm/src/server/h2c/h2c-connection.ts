@@ -19,6 +19,7 @@ import {
   frame,
   goawayFrame,
   H2ConnectionError,
+  HeaderBlockAssembly,
   headerBlockFragment,
   MAX_WINDOW,
   readFrames,
@@ -91,7 +92,7 @@ export class H2cConnection implements StreamOwner {
   #settingsSeen = false;
   #out: Buffer[] = [];
   #flushQueued = false;
-  #block: { id: number; endStream: boolean; parts: Buffer[]; size: number } | undefined;
+  readonly #headerBlocks: HeaderBlockAssembly;
   #lastStreamId = 0;
   #connRecv = CONNECTION_WINDOW;
   #connUnacked = 0;
@@ -110,6 +111,11 @@ export class H2cConnection implements StreamOwner {
     this.#socket = socket;
     this.#o = options;
     this.#maxHeaderList = options.maxHeaderListSize ?? DEFAULT_MAX_HEADER_LIST;
+    // The encoded block may be larger than the list it decodes to only so much.
+    this.#headerBlocks = new HeaderBlockAssembly(
+      this.#maxHeaderList * 4,
+      ErrorCode.ENHANCE_YOUR_CALM,
+    );
     socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("drain", () => {
@@ -262,20 +268,9 @@ export class H2cConnection implements StreamOwner {
       }
       this.#settingsSeen = true;
     }
-    const block = this.#block;
-    if (block !== undefined) {
-      if (type !== FrameType.CONTINUATION || id !== block.id) {
-        throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, "a header block was interrupted");
-      }
-      block.parts.push(p);
-      block.size += p.length;
-      if (block.size > this.#maxHeaderList * 4) {
-        throw new H2ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, "header block too large");
-      }
-      if ((flags & Flag.END_HEADERS) !== 0) {
-        this.#block = undefined;
-        this.#onHeaderBlock(block.id, block.endStream, Buffer.concat(block.parts, block.size));
-      }
+    if (this.#headerBlocks.open) {
+      const done = this.#headerBlocks.continue(type, flags, id, p);
+      if (done !== undefined) this.#onHeaderBlock(done.streamId, done.endStream, done.block);
       return;
     }
     switch (type) {
@@ -374,7 +369,7 @@ export class H2cConnection implements StreamOwner {
     const fragment = headerBlockFragment(flags, p);
     const endStream = (flags & Flag.END_STREAM) !== 0;
     if ((flags & Flag.END_HEADERS) !== 0) this.#onHeaderBlock(id, endStream, fragment);
-    else this.#block = { id, endStream, parts: [fragment], size: fragment.length };
+    else this.#headerBlocks.start(id, endStream, fragment);
   }
 
   #onHeaderBlock(id: number, endStream: boolean, block: Buffer): void {
