@@ -15,6 +15,7 @@ import net, { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { until } from "@oprc/test-config/until";
 import { afterEach, describe, expect, it } from "vitest";
 import { H2cConnection } from "../server/h2c/h2c-connection.js";
 import { H2StreamingCall } from "./h2-streaming-call.js";
@@ -87,11 +88,6 @@ function bytes(n: number, seed: number): Uint8Array {
   for (let i = 0; i < n; i++) out[i] = (i * 31 + seed) & 0xff;
   return out;
 }
-
-const until = async (cond: () => boolean): Promise<void> => {
-  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(cond()).toBe(true);
-};
 
 describe("H2StreamingCall", () => {
   it("delivers every write, in order, to Node's HTTP/2 server, past the default windows", async () => {

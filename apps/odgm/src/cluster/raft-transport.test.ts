@@ -15,6 +15,7 @@ import {
   RaftService,
 } from "@oprc/grpc-api";
 import { createMessage, type Message } from "@oprc/raft-log";
+import { until as waitUntil } from "@oprc/test-config/until";
 import { afterEach, describe, expect, it } from "vitest";
 import { createGrpcUnaryFastPath } from "../server/grpc-unary-fast-path.js";
 import {
@@ -112,10 +113,8 @@ async function nodeOf(
   return out;
 }
 
-const until = async (cond: () => boolean): Promise<void> => {
-  for (let i = 0; i < 400 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(cond()).toBe(true);
-};
+/** The bound this suite's waits have always had. */
+const until = (cond: () => boolean): Promise<void> => waitUntil(cond, 4000);
 
 describe.each<ServerKind>(["fast path", "connect"])("raft transport, %s server", (server) => {
   const node = (id: number, options: Omit<Parameters<typeof nodeOf>[1], "server"> = {}) =>
